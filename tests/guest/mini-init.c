@@ -1,0 +1,68 @@
+/*
+ * mini-init: the /init of the integration tests' tiny initramfs. It proves
+ * the guest reached userspace: mounts /dev and /proc, tells husk "init
+ * reached" through the control port, prints a marker with the CPU count the
+ * kernel brought up, and powers the VM off through husk's register (with
+ * reboot(2) as the fallback, which reboot=k turns into an i8042 reset).
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/io.h>
+#include <sys/mount.h>
+#include <sys/reboot.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define HUSK_CTL_PORT 0x600
+#define HUSK_EV_INIT 1
+
+static void console_stdio(void)
+{
+	int fd;
+
+	mkdir("/dev", 0755);
+	mount("devtmpfs", "/dev", "devtmpfs", 0, NULL);
+	fd = open("/dev/console", O_RDWR);
+	if (fd >= 0) {
+		dup2(fd, 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		if (fd > 2)
+			close(fd);
+	}
+}
+
+static int count_cpus(void)
+{
+	char buf[4096];
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	int n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(buf, sizeof(buf), f))
+		if (!strncmp(buf, "processor", 9))
+			n++;
+	fclose(f);
+	return n;
+}
+
+int main(void)
+{
+	int have_port;
+
+	console_stdio();
+	have_port = ioperm(HUSK_CTL_PORT, 8, 1) == 0;
+	if (have_port)
+		outl(HUSK_EV_INIT, HUSK_CTL_PORT);
+	mkdir("/proc", 0555);
+	mount("proc", "/proc", "proc", 0, NULL);
+	printf("HUSK-MINI-INIT: reached userspace, cpus=%d, husk-port=%s\n",
+	       count_cpus(), have_port && inl(HUSK_CTL_PORT) == 0x4b535548 ? "yes" : "no");
+	fflush(stdout);
+	if (have_port)
+		outl(0, HUSK_CTL_PORT + 4);
+	reboot(RB_AUTOBOOT);
+	return 0;
+}

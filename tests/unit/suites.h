@@ -1,0 +1,16 @@
+/* Unit test suites (Check): one per pure VMM module. */
+#ifndef HUSK_TEST_SUITES_H
+#define HUSK_TEST_SUITES_H
+
+#include <check.h>
+
+Suite *guest_mem_suite(void);
+Suite *loader_suite(void);
+Suite *bootparams_suite(void);
+Suite *cmdline_suite(void);
+Suite *cpuid_suite(void);
+Suite *mptable_suite(void);
+Suite *uart_suite(void);
+Suite *cli_suite(void);
+
+#endif

@@ -1,0 +1,158 @@
+/*
+ * cli: parse and validate husk's command line. See cli.h.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <string.h>
+
+#include "cli.h"
+#include "util.h"
+#include "vm.h"
+
+const char cli_usage[] =
+	"usage: husk COMMAND [OPTIONS]\n"
+	"\n"
+	"Commands:\n"
+	"  boot      boot a kernel in a microVM and print its console\n"
+	"  version   print husk's version\n"
+	"  help      print this help (also: husk --help, husk COMMAND --help)\n";
+
+const char cli_boot_usage[] =
+	"usage: husk boot --kernel PATH [--initrd PATH] [--cmdline STR] [--mem MiB]\n"
+	"                 [--vcpus N] [--console FILE|-] [--timeout SEC] [--json]\n"
+	"                 [--verbose]\n"
+	"\n"
+	"Boot an x86-64 Linux kernel (vmlinux ELF or bzImage) in a fresh microVM and\n"
+	"print its serial console until the guest powers off or reboots.\n"
+	"\n"
+	"  --kernel PATH    kernel image (required)\n"
+	"  --initrd PATH    initial ramdisk\n"
+	"  --cmdline STR    extra kernel parameters, after husk's own:\n"
+	"                   \"console=ttyS0 reboot=k panic=-1 no_timer_check\"\n"
+	"  --mem MiB        guest memory, 32..65536 (default 256)\n"
+	"  --vcpus N        virtual CPUs, 1..32 (default 1)\n"
+	"  --console FILE   write the console to FILE instead of stdout ('-')\n"
+	"  --timeout SEC    stop the VM after SEC seconds (default: no limit)\n"
+	"  --json           print a JSON result record on stdout at the end\n"
+	"  --verbose        debug messages on stderr\n"
+	"\n"
+	"Exit status: 0 guest powered off or rebooted, 1 host-side error, 2 usage\n"
+	"error, 3 guest kernel panic, 4 guest crashed, 5 timeout, 128+N stopped by\n"
+	"signal N.\n";
+
+enum cli_command cli_command(int argc, char **argv)
+{
+	const char *c;
+
+	if (argc < 2) {
+		husk_seterr(EINVAL, "no command given");
+		return CLI_NONE;
+	}
+	c = argv[1];
+	if (!strcmp(c, "help") || !strcmp(c, "--help") || !strcmp(c, "-h"))
+		return CLI_HELP;
+	if (!strcmp(c, "version") || !strcmp(c, "--version"))
+		return CLI_VERSION;
+	if (!strcmp(c, "boot"))
+		return CLI_BOOT;
+	husk_seterr(EINVAL, "unknown command '%s'", c);
+	return CLI_NONE;
+}
+
+static int num_opt(const char *name, const char *val, uint64_t min, uint64_t max,
+		   uint64_t *out)
+{
+	int err = parse_u64(val, min, max, out);
+
+	if (err)
+		return husk_seterr(EINVAL, "%s '%s' is not a number in %llu..%llu", name, val,
+				   (unsigned long long)min, (unsigned long long)max);
+	return 0;
+}
+
+static int need_value(const char *name, const char *val)
+{
+	if (!*val)
+		return husk_seterr(EINVAL, "%s needs a non-empty value", name);
+	return 0;
+}
+
+int cli_parse_boot(int argc, char **argv, struct boot_opts *o)
+{
+	enum { O_KERNEL = 256, O_INITRD, O_CMDLINE, O_MEM, O_VCPUS, O_CONSOLE,
+	       O_TIMEOUT, O_JSON, O_VERBOSE, O_HELP };
+	static const struct option opts[] = {
+		{ "kernel", required_argument, NULL, O_KERNEL },
+		{ "initrd", required_argument, NULL, O_INITRD },
+		{ "cmdline", required_argument, NULL, O_CMDLINE },
+		{ "mem", required_argument, NULL, O_MEM },
+		{ "vcpus", required_argument, NULL, O_VCPUS },
+		{ "console", required_argument, NULL, O_CONSOLE },
+		{ "timeout", required_argument, NULL, O_TIMEOUT },
+		{ "json", no_argument, NULL, O_JSON },
+		{ "verbose", no_argument, NULL, O_VERBOSE },
+		{ "help", no_argument, NULL, O_HELP },
+		{ NULL, 0, NULL, 0 },
+	};
+	uint64_t v;
+	int c, err = 0;
+
+	memset(o, 0, sizeof(*o));
+	o->mem_mib = CLI_DEFAULT_MEM_MIB;
+	o->vcpus = 1;
+	o->console = "-";
+	optind = 1;
+	opterr = 0;
+	while (!err && (c = getopt_long(argc, argv, "+:", opts, NULL)) != -1) {
+		switch (c) {
+		case O_KERNEL:
+			o->kernel = optarg;
+			err = need_value("--kernel", optarg);
+			break;
+		case O_INITRD:
+			o->initrd = optarg;
+			err = need_value("--initrd", optarg);
+			break;
+		case O_CMDLINE:
+			o->cmdline = optarg;
+			break;
+		case O_MEM:
+			err = num_opt("--mem", optarg, CLI_MIN_MEM_MIB, CLI_MAX_MEM_MIB, &o->mem_mib);
+			break;
+		case O_VCPUS:
+			err = num_opt("--vcpus", optarg, 1, VM_MAX_VCPUS, &v);
+			o->vcpus = v;
+			break;
+		case O_CONSOLE:
+			o->console = optarg;
+			err = need_value("--console", optarg);
+			break;
+		case O_TIMEOUT:
+			err = num_opt("--timeout", optarg, 1, CLI_MAX_TIMEOUT_SEC, &o->timeout_sec);
+			break;
+		case O_JSON:
+			o->json = true;
+			break;
+		case O_VERBOSE:
+			o->verbose = true;
+			break;
+		case O_HELP:
+			o->help = true;
+			return 0;
+		case ':':
+			return husk_seterr(EINVAL, "option %s needs a value", argv[optind - 1]);
+		default:
+			return husk_seterr(EINVAL, "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (err)
+		return err;
+	if (optind < argc)
+		return husk_seterr(EINVAL, "unexpected argument '%s'", argv[optind]);
+	if (!o->kernel)
+		return husk_seterr(EINVAL, "--kernel PATH is required");
+	if (o->json && !strcmp(o->console, "-"))
+		return husk_seterr(EINVAL, "--json needs --console FILE: stdout carries the "
+				   "JSON record");
+	return 0;
+}

@@ -1,0 +1,40 @@
+/*
+ * cli: parse and validate husk's command line into option structs. Pure:
+ * no files are opened here, so every rule is unit-tested. A rejected
+ * command line leaves its reason in husk_lasterr().
+ */
+#ifndef HUSK_CLI_H
+#define HUSK_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define CLI_DEFAULT_MEM_MIB 256
+#define CLI_MIN_MEM_MIB 32
+#define CLI_MAX_MEM_MIB (64 * 1024)
+#define CLI_MAX_TIMEOUT_SEC (7 * 24 * 3600)
+
+enum cli_command { CLI_NONE, CLI_HELP, CLI_VERSION, CLI_BOOT };
+
+struct boot_opts {
+	const char *kernel;
+	const char *initrd;
+	const char *cmdline;
+	const char *console;	/* "-" for stdout */
+	uint64_t mem_mib;
+	unsigned vcpus;
+	uint64_t timeout_sec;	/* 0: none */
+	bool json;
+	bool verbose;
+	bool help;
+};
+
+/* Which command argv names (argv[1]); CLI_NONE with an error if unknown. */
+enum cli_command cli_command(int argc, char **argv);
+/* Parse "husk boot ..." (argv[0] is "boot"). Returns 0 or -EINVAL. */
+int cli_parse_boot(int argc, char **argv, struct boot_opts *o);
+
+extern const char cli_usage[];
+extern const char cli_boot_usage[];
+
+#endif

@@ -1,0 +1,33 @@
+/*
+ * console: where the guest's serial output goes. Bytes are collected into
+ * lines (so a log is written a line at a time, not a syscall per byte),
+ * written to the console fd, counted, and watched for the kernel's panic
+ * banner so husk can tell a panic from an ordinary reboot.
+ */
+#ifndef HUSK_CONSOLE_H
+#define HUSK_CONSOLE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define CONSOLE_LINE_MAX 512
+#define CONSOLE_PANIC_BANNER "Kernel panic - not syncing"
+
+struct console {
+	pthread_mutex_t lock;
+	int fd;			/* -1: discard */
+	char line[CONSOLE_LINE_MAX];
+	unsigned len;
+	uint64_t bytes;		/* total bytes the guest wrote */
+	bool panic_seen;
+	char panic_line[CONSOLE_LINE_MAX];
+};
+
+void console_init(struct console *c, int fd);
+void console_put(struct console *c, uint8_t byte);
+/* Write out a partial line (the event loop calls this when output pauses). */
+void console_flush(struct console *c);
+bool console_panicked(struct console *c, char *line, unsigned len);
+
+#endif

@@ -1,0 +1,237 @@
+/*
+ * husk: the command-line front end. Parses the command, builds the VM,
+ * runs the event loop on the main thread (stop notification, signals,
+ * console flushing, the wall-clock timeout), then reports how the guest
+ * ended: a summary and phase timings on stderr, optionally a JSON record.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "cli.h"
+#include "json.h"
+#include "util.h"
+#include "vm.h"
+
+#define EXIT_HOST_ERROR 1
+#define EXIT_USAGE 2
+#define EXIT_PANIC 3
+#define EXIT_CRASH 4
+#define EXIT_TIMEOUT 5
+#define CONSOLE_FLUSH_MS 20
+
+static int open_console(const char *path)
+{
+	struct stat st;
+	int fd;
+
+	if (!strcmp(path, "-"))
+		return STDOUT_FILENO;
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
+	if (fd < 0)
+		return husk_seterr(errno, "cannot open console file %s: %s", path, strerror(errno));
+	if (fstat(fd, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode) ||
+				     S_ISFIFO(st.st_mode))) {
+		close(fd);
+		return husk_seterr(EINVAL, "console %s is not a file, pipe or character device", path);
+	}
+	return fd;
+}
+
+/* Wait for the VM to stop; returns the signal number that stopped it, or 0. */
+static int event_loop(struct vm *vm, uint64_t timeout_us)
+{
+	sigset_t set;
+	int sfd, sig = 0;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+
+	for (;;) {
+		struct pollfd p[2] = {
+			{ .fd = vm->stop_fd, .events = POLLIN },
+			{ .fd = sfd, .events = POLLIN },
+		};
+		int r = poll(p, sfd >= 0 ? 2 : 1, CONSOLE_FLUSH_MS);
+
+		if (r < 0 && errno != EINTR) {
+			vm_stop(vm, VM_STOP_HOST_ERROR, 0, "poll: %s", strerror(errno));
+			break;
+		}
+		console_flush(&vm->console);
+		if (r > 0 && (p[0].revents & POLLIN))
+			break;
+		if (r > 0 && sfd >= 0 && (p[1].revents & POLLIN)) {
+			struct signalfd_siginfo si;
+
+			if (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+				sig = si.ssi_signo;
+				vm_stop(vm, VM_STOP_SIGNAL, 0, "stopped by signal %d (%s)",
+					sig, strsignal(sig));
+				break;
+			}
+		}
+		if (timeout_us && now_us() - vm->t.start >= timeout_us) {
+			vm_stop(vm, VM_STOP_TIMEOUT, 0, "timed out after %llu s",
+				(unsigned long long)(timeout_us / 1000000));
+			break;
+		}
+	}
+	if (sfd >= 0)
+		close(sfd);
+	return sig;
+}
+
+static int64_t rel(const struct vm *vm, uint64_t t)
+{
+	return t ? (int64_t)(t - vm->t.start) : -1;
+}
+
+static void print_json(const struct vm *vm, const struct boot_opts *o, int code,
+		       uint64_t start_wall, uint64_t teardown)
+{
+	FILE *f = stdout;
+
+	fprintf(f, "{\"reason\":\"%s\",\"detail\":", vm_reason_name(vm->reason));
+	json_string(f, vm->detail);
+	fprintf(f, ",\"guest_status\":%d,\"exit_code\":%d,\"vcpus\":%u,\"mem_mib\":%llu,"
+		"\"console_bytes\":%llu,\"start_epoch_us\":%llu,\"timings_us\":{"
+		"\"process_start\":0,\"first_kvm_run\":%lld,\"init\":%lld,\"exit\":%lld,"
+		"\"teardown\":%lld}}\n",
+		vm->guest_status, code, o->vcpus, (unsigned long long)o->mem_mib,
+		(unsigned long long)vm->console.bytes, (unsigned long long)start_wall,
+		(long long)rel(vm, vm->t.first_run), (long long)rel(vm, vm->t.event[HUSK_EV_INIT]),
+		(long long)rel(vm, vm->t.exit), (long long)rel(vm, teardown));
+	fflush(f);
+}
+
+static int exit_code(const struct vm *vm, int sig)
+{
+	switch (vm->reason) {
+	case VM_STOP_POWEROFF:
+	case VM_STOP_RESET:
+		return 0;
+	case VM_STOP_PANIC:
+		return EXIT_PANIC;
+	case VM_STOP_CRASH:
+		return EXIT_CRASH;
+	case VM_STOP_TIMEOUT:
+		return EXIT_TIMEOUT;
+	case VM_STOP_SIGNAL:
+		return 128 + sig;
+	default:
+		return EXIT_HOST_ERROR;
+	}
+}
+
+static void block_signals(void)
+{
+	sigset_t set;
+
+	/* Every thread inherits this mask; the event loop reads them via signalfd. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	/* A closed console pipe must not kill husk. */
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static int cmd_boot(int argc, char **argv, uint64_t start, uint64_t start_wall)
+{
+	struct boot_opts o;
+	struct vm_config cfg;
+	struct vm *vm;
+	uint64_t teardown;
+	int fd, sig, code;
+
+	if (cli_parse_boot(argc, argv, &o)) {
+		fprintf(stderr, "husk boot: %s\nTry 'husk boot --help'.\n", husk_lasterr());
+		return EXIT_USAGE;
+	}
+	if (o.help) {
+		fputs(cli_boot_usage, stdout);
+		return 0;
+	}
+	husk_verbose = o.verbose;
+	fd = open_console(o.console);
+	if (fd < 0) {
+		husk_msg("%s", husk_lasterr());
+		return EXIT_HOST_ERROR;
+	}
+	block_signals();
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.kernel_path = o.kernel;
+	cfg.initrd_path = o.initrd;
+	cfg.cmdline = o.cmdline;
+	cfg.mem_bytes = o.mem_mib << 20;
+	cfg.nr_vcpus = o.vcpus;
+	cfg.console_fd = fd;
+
+	vm = calloc(1, sizeof(*vm));
+	if (!vm) {
+		husk_msg("out of memory");
+		return EXIT_HOST_ERROR;
+	}
+	if (vm_create(vm, &cfg, start) || vm_start(vm)) {
+		husk_msg("cannot start the VM: %s", husk_lasterr());
+		vm_stop(vm, VM_STOP_HOST_ERROR, 0, "%s", husk_lasterr());
+		vm_destroy(vm);
+		free(vm);
+		return EXIT_HOST_ERROR;
+	}
+	if (vm->kvm.pvm)
+		husk_msg("warning: this host's KVM is PVM (no hardware virtualization): guest "
+			 "kernel code is emulated instruction by instruction, so a Linux boot "
+			 "takes many minutes. Use a host with VT-x/AMD-V for real work.");
+
+	sig = event_loop(vm, o.timeout_sec * 1000000u);
+	vm_destroy(vm);
+	teardown = now_us();
+	code = exit_code(vm, sig);
+
+	husk_msg("%s: %s", vm_reason_name(vm->reason), vm->detail);
+	husk_msg("timings_us first_kvm_run=%lld init=%lld exit=%lld teardown=%lld",
+		 (long long)rel(vm, vm->t.first_run),
+		 (long long)rel(vm, vm->t.event[HUSK_EV_INIT]),
+		 (long long)rel(vm, vm->t.exit), (long long)rel(vm, teardown));
+	if (o.json)
+		print_json(vm, &o, code, start_wall, teardown);
+	if (fd != STDOUT_FILENO)
+		close(fd);
+	free(vm);
+	return code;
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t start = now_us(), start_wall = wall_us();
+
+	switch (cli_command(argc, argv)) {
+	case CLI_HELP:
+		fputs(cli_usage, stdout);
+		return 0;
+	case CLI_VERSION:
+		printf("husk %s\n", PACKAGE_VERSION);
+		return 0;
+	case CLI_BOOT:
+		return cmd_boot(argc - 1, argv + 1, start, start_wall);
+	default:
+		fprintf(stderr, "husk: %s\n\n%s", husk_lasterr(), cli_usage);
+		return EXIT_USAGE;
+	}
+}

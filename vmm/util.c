@@ -1,0 +1,145 @@
+/*
+ * util: error reporting, clocks and small file helpers shared by every module.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util.h"
+
+static __thread char lasterr[512];
+int husk_verbose;
+
+int husk_seterr(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	char tmp[sizeof(lasterr)];
+
+	/* Format aside first: callers may pass husk_lasterr() as an argument. */
+	va_start(ap, fmt);
+	vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	memcpy(lasterr, tmp, sizeof(lasterr));
+	return err > 0 ? -err : err;
+}
+
+const char *husk_lasterr(void)
+{
+	return lasterr[0] ? lasterr : "unknown error";
+}
+
+void husk_msg(const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+
+	/* One write per message so lines from several threads do not interleave. */
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "husk: %s\n", line);
+}
+
+void husk_debug(const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+
+	if (!husk_verbose)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "husk: debug: %s\n", line);
+}
+
+static uint64_t clock_us(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+uint64_t now_us(void)
+{
+	return clock_us(CLOCK_MONOTONIC);
+}
+
+uint64_t wall_us(void)
+{
+	return clock_us(CLOCK_REALTIME);
+}
+
+int read_file(const char *path, size_t max, uint8_t **buf, size_t *len)
+{
+	struct stat st;
+	uint8_t *p;
+	size_t got = 0;
+	int fd, err;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return husk_seterr(errno, "cannot open %s: %s", path, strerror(errno));
+	if (fstat(fd, &st) < 0) {
+		err = errno;
+		close(fd);
+		return husk_seterr(err, "cannot stat %s: %s", path, strerror(err));
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return husk_seterr(EINVAL, "%s is not a regular file", path);
+	}
+	if ((uint64_t)st.st_size > max) {
+		close(fd);
+		return husk_seterr(EFBIG, "%s is too large (%lld bytes, limit %zu)",
+				   path, (long long)st.st_size, max);
+	}
+	p = malloc(st.st_size ? st.st_size : 1);
+	if (!p) {
+		close(fd);
+		return husk_seterr(ENOMEM, "out of memory reading %s", path);
+	}
+	while (got < (size_t)st.st_size) {
+		ssize_t n = read(fd, p + got, st.st_size - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			err = n < 0 ? errno : EIO;
+			free(p);
+			close(fd);
+			return husk_seterr(err, "cannot read %s: %s", path,
+					   n < 0 ? strerror(err) : "file shrank while reading");
+		}
+		got += n;
+	}
+	close(fd);
+	*buf = p;
+	*len = got;
+	return 0;
+}
+
+int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!s || !*s || *s == '-' || *s == '+')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end)
+		return errno == ERANGE ? -ERANGE : -EINVAL;
+	if (v < min || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}

@@ -1,0 +1,39 @@
+/*
+ * util: error reporting, clocks and small file helpers shared by every module.
+ *
+ * Library functions return -errno and describe the failure with husk_seterr();
+ * the caller that talks to the user prints husk_lasterr() with its own context.
+ * The message is thread-local so vCPU threads never clobber each other's text.
+ */
+#ifndef HUSK_UTIL_H
+#define HUSK_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Record why the current operation failed; returns -err for tail calls. */
+int husk_seterr(int err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+const char *husk_lasterr(void);
+
+/* Messages to stderr, prefixed with "husk: ". */
+void husk_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+extern int husk_verbose;
+void husk_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* CLOCK_MONOTONIC and CLOCK_REALTIME in microseconds. */
+uint64_t now_us(void);
+uint64_t wall_us(void);
+
+/*
+ * Read a whole regular file of at most max bytes into a malloc'd buffer.
+ * Refuses directories, devices and files over max with a clear message.
+ */
+int read_file(const char *path, size_t max, uint8_t **buf, size_t *len);
+
+/* Parse a decimal unsigned integer in [min, max]; -EINVAL/-ERANGE. */
+int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+
+#endif

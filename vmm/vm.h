@@ -1,0 +1,106 @@
+/*
+ * vm: one microVM: KVM VM fd, guest memory, in-kernel irqchip and PIT, the
+ * vCPU threads and their exit handling, and the record of how and when it
+ * stopped. The first stop reason wins; every later one is ignored, so a
+ * guest cannot turn a timeout into a clean exit by racing it.
+ */
+#ifndef HUSK_VM_H
+#define HUSK_VM_H
+
+#include <linux/kvm.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "console.h"
+#include "guest_mem.h"
+#include "kvm.h"
+#include "loader_x86.h"
+#include "uart.h"
+
+#define VM_MAX_VCPUS 32
+
+enum vm_stop_reason {
+	VM_RUNNING = 0,
+	VM_STOP_POWEROFF,	/* guest wrote husk's power-off register */
+	VM_STOP_RESET,		/* guest reset through the i8042 (reboot=k) */
+	VM_STOP_PANIC,		/* guest kernel panicked */
+	VM_STOP_CRASH,		/* triple fault, KVM internal error, bad entry */
+	VM_STOP_HOST_ERROR,	/* husk or KVM failed */
+	VM_STOP_TIMEOUT,
+	VM_STOP_SIGNAL,		/* husk was asked to stop (SIGINT/SIGTERM) */
+};
+
+/* Guest-visible boot events written to husk's control register. */
+enum husk_event {
+	HUSK_EV_INIT = 1,	/* guest userspace (init) is running */
+	HUSK_EV_MAX = 8,
+};
+
+struct vm_config {
+	const char *kernel_path;
+	const char *initrd_path;	/* NULL: none */
+	const char *cmdline;		/* appended to husk's own parameters */
+	uint64_t mem_bytes;
+	unsigned nr_vcpus;
+	int console_fd;			/* -1: discard */
+};
+
+struct vcpu {
+	struct vm *vm;
+	unsigned id;
+	int fd;
+	struct kvm_run *run;
+	pthread_t thread;
+	bool started;
+};
+
+struct vm_timings {
+	uint64_t start;		/* process start (monotonic us) */
+	uint64_t first_run;	/* boot vCPU's first KVM_RUN */
+	uint64_t event[HUSK_EV_MAX];	/* first time each event was seen */
+	uint64_t exit;		/* VM stopped */
+};
+
+struct vm {
+	struct kvm_sys kvm;
+	int fd;
+	struct guest_mem mem;
+	struct kernel_image kernel;
+	unsigned nr_vcpus;
+	struct vcpu vcpus[VM_MAX_VCPUS];
+	uint32_t tsc_khz;
+
+	pthread_mutex_t dev_lock;	/* legacy devices: UART, control */
+	struct uart uart;
+	struct console console;
+
+	pthread_mutex_t stop_lock;
+	enum vm_stop_reason reason;
+	int guest_status;		/* value written to the power-off register */
+	char detail[512];		/* human-readable stop explanation */
+	int stop_fd;			/* eventfd: readable once the VM stopped */
+
+	struct vm_timings t;
+};
+
+/* Build the VM, load kernel/initrd, prepare vCPUs; nothing runs yet. */
+int vm_create(struct vm *vm, const struct vm_config *cfg, uint64_t start_us);
+/* Start the vCPU threads. */
+int vm_start(struct vm *vm);
+/*
+ * Record the stop reason (first caller wins), then kick every vCPU out of
+ * KVM_RUN. Safe from any thread.
+ */
+void vm_stop(struct vm *vm, enum vm_stop_reason r, int status, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* Join the vCPU threads (after vm_stop) and free everything. */
+void vm_destroy(struct vm *vm);
+const char *vm_reason_name(enum vm_stop_reason r);
+
+/* Devices (devices_x86.c): port I/O and MMIO exits from vCPU threads. */
+void devices_init_x86(struct vm *vm);
+void pio_x86(struct vcpu *v, uint16_t port, bool write, uint8_t *data, unsigned size);
+void mmio_x86(struct vcpu *v, uint64_t gpa, bool write, uint8_t *data, unsigned len);
+
+#endif
