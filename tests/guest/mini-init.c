@@ -2,7 +2,8 @@
  * mini-init: the /init of the integration tests' tiny initramfs. It proves
  * the guest reached userspace: mounts /dev and /proc, tells husk "init
  * reached" through the control port, prints a marker with the CPU count the
- * kernel brought up, and powers the VM off through husk's register (with
+ * kernel brought up, runs /job.sh with /bin/sh if the image has one (the
+ * demo's sample job), and powers the VM off through husk's register (with
  * reboot(2) as the fallback, which reboot=k turns into an i8042 reset).
  */
 #include <fcntl.h>
@@ -12,6 +13,7 @@
 #include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define HUSK_CTL_PORT 0x600
@@ -48,9 +50,30 @@ static int count_cpus(void)
 	return n;
 }
 
+static int run_job(void)
+{
+	int st;
+	pid_t pid;
+
+	if (access("/job.sh", R_OK))
+		return 0;
+	pid = fork();
+	if (pid == 0) {
+		execl("/bin/sh", "sh", "/job.sh", (char *)NULL);
+		perror("exec /bin/sh");
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) < 0)
+		return 125;
+	st = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	printf("HUSK-MINI-INIT: job exited %d\n", st);
+	fflush(stdout);
+	return st;
+}
+
 int main(void)
 {
-	int have_port;
+	int have_port, status;
 
 	console_stdio();
 	have_port = ioperm(HUSK_CTL_PORT, 8, 1) == 0;
@@ -61,8 +84,9 @@ int main(void)
 	printf("HUSK-MINI-INIT: reached userspace, cpus=%d, husk-port=%s\n",
 	       count_cpus(), have_port && inl(HUSK_CTL_PORT) == 0x4b535548 ? "yes" : "no");
 	fflush(stdout);
+	status = run_job();
 	if (have_port)
-		outl(0, HUSK_CTL_PORT + 4);
+		outl(status, HUSK_CTL_PORT + 4);
 	reboot(RB_AUTOBOOT);
 	return 0;
 }
