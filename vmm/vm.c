@@ -244,6 +244,20 @@ static bool stopping(struct vm *vm)
 	return __atomic_load_n(&vm->reason, __ATOMIC_ACQUIRE) != VM_RUNNING;
 }
 
+static const char *suberror_name(uint32_t e)
+{
+	switch (e) {
+	case KVM_INTERNAL_ERROR_EMULATION:
+		return "instruction emulation failed";
+	case KVM_INTERNAL_ERROR_SIMUL_EX:
+		return "exception while delivering an exception";
+	case KVM_INTERNAL_ERROR_DELIVERY_EV:
+		return "event delivery failed";
+	default:
+		return "unknown suberror";
+	}
+}
+
 /* Describe an instruction KVM could not run: where, and its bytes. */
 static void report_internal_error(struct vcpu *v)
 {
@@ -263,8 +277,8 @@ static void report_internal_error(struct vcpu *v)
 			snprintf(bytes + 3 * i, 4, "%02x ", code[i]);
 	}
 	vm_stop(v->vm, VM_STOP_CRASH, 0,
-		"KVM internal error (suberror %u) on vCPU %u at rip 0x%llx (gpa 0x%llx), "
-		"instruction bytes: %s%s", run->internal.suberror, v->id,
+		"KVM internal error (%s) on vCPU %u at rip 0x%llx (gpa 0x%llx), "
+		"instruction bytes: %s%s", suberror_name(run->internal.suberror), v->id,
 		(unsigned long long)regs.rip, (unsigned long long)tr.physical_address,
 		bytes[0] ? bytes : "(unreadable)",
 		v->vm->kvm.pvm ? "; this host's KVM is PVM, which cannot emulate this "
