@@ -71,6 +71,20 @@ static int run_job(void)
 	return st;
 }
 
+static long mem_total_kib(void)
+{
+	char buf[256];
+	FILE *f = fopen("/proc/meminfo", "r");
+	long kib = -1;
+
+	while (f && fgets(buf, sizeof(buf), f))
+		if (sscanf(buf, "MemTotal: %ld kB", &kib) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kib;
+}
+
 int main(void)
 {
 	int have_port, status;
@@ -81,8 +95,9 @@ int main(void)
 		outl(HUSK_EV_INIT, HUSK_CTL_PORT);
 	mkdir("/proc", 0555);
 	mount("proc", "/proc", "proc", 0, NULL);
-	printf("HUSK-MINI-INIT: reached userspace, cpus=%d, husk-port=%s\n",
-	       count_cpus(), have_port && inl(HUSK_CTL_PORT) == 0x4b535548 ? "yes" : "no");
+	printf("HUSK-MINI-INIT: reached userspace, cpus=%d, husk-port=%s, mem_mib=%ld\n",
+	       count_cpus(), have_port && inl(HUSK_CTL_PORT) == 0x4b535548 ? "yes" : "no",
+	       mem_total_kib() / 1024);
 	fflush(stdout);
 	status = run_job();
 	if (have_port)

@@ -49,6 +49,10 @@ boot "vmlinux with --vcpus 2" 0 --kernel "$K/vmlinux" --initrd "$RD" --vcpus 2
 has "guest sees 2 CPUs" "$W/con" 'HUSK-MINI-INIT: reached userspace, cpus=2,'
 timings_ordered "2 vCPUs"
 
+boot "vmlinux with 4 GiB (RAM above the 32-bit hole)" 0 --kernel "$K/vmlinux" --initrd "$RD" --mem 4096
+mib=$(sed -n 's/.*mem_mib=\([0-9]*\).*/\1/p' "$W/con")
+if [ "${mib:-0}" -gt 3800 ]; then ok "guest sees ${mib} MiB"; else bad "guest sees ${mib:-no} MiB of 4096"; show "$W/con"; fi
+
 boot "bzImage boots to init and powers off" 0 --kernel "$K/bzImage" --initrd "$RD"
 has "bzImage reached init" "$W/con" 'HUSK-MINI-INIT: reached userspace, cpus=1, husk-port=yes'
 timings_ordered "bzImage"

@@ -1,0 +1,6 @@
+/* placeholder */
+#include "suites.h"
+Suite *bootparams_suite(void)
+{
+	return suite_create("bootparams");
+}

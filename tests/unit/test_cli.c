@@ -1,0 +1,6 @@
+/* placeholder */
+#include "suites.h"
+Suite *cli_suite(void)
+{
+	return suite_create("cli");
+}

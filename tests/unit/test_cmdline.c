@@ -1,0 +1,6 @@
+/* placeholder */
+#include "suites.h"
+Suite *cmdline_suite(void)
+{
+	return suite_create("cmdline");
+}

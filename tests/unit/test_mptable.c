@@ -1,0 +1,6 @@
+/* placeholder */
+#include "suites.h"
+Suite *mptable_suite(void)
+{
+	return suite_create("mptable");
+}

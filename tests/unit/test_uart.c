@@ -1,0 +1,6 @@
+/* placeholder */
+#include "suites.h"
+Suite *uart_suite(void)
+{
+	return suite_create("uart");
+}
