@@ -20,10 +20,11 @@ const char cli_usage[] =
 const char cli_boot_usage[] =
 	"usage: husk boot --kernel PATH [--initrd PATH] [--cmdline STR] [--mem MiB]\n"
 	"                 [--vcpus N] [--console FILE|-] [--timeout SEC] [--json]\n"
-	"                 [--verbose]\n"
+	"                 [--no-stdin] [--verbose]\n"
 	"\n"
 	"Boot an x86-64 Linux kernel (vmlinux ELF or bzImage) in a fresh microVM and\n"
-	"print its serial console until the guest powers off or reboots.\n"
+	"print its serial console until the guest powers off or reboots. What is\n"
+	"typed on stdin goes to the guest's console.\n"
 	"\n"
 	"  --kernel PATH    kernel image (required)\n"
 	"  --initrd PATH    initial ramdisk\n"
@@ -34,6 +35,7 @@ const char cli_boot_usage[] =
 	"  --console FILE   write the console to FILE instead of stdout ('-')\n"
 	"  --timeout SEC    stop the VM after SEC seconds (default: no limit)\n"
 	"  --json           print a JSON result record on stdout at the end\n"
+	"  --no-stdin       do not forward stdin to the guest console\n"
 	"  --verbose        debug messages on stderr\n"
 	"\n"
 	"Exit status: 0 guest powered off or rebooted, 1 host-side error, 2 usage\n"
@@ -80,7 +82,7 @@ static int need_value(const char *name, const char *val)
 int cli_parse_boot(int argc, char **argv, struct boot_opts *o)
 {
 	enum { O_KERNEL = 256, O_INITRD, O_CMDLINE, O_MEM, O_VCPUS, O_CONSOLE,
-	       O_TIMEOUT, O_JSON, O_VERBOSE, O_HELP };
+	       O_TIMEOUT, O_JSON, O_VERBOSE, O_HELP, O_NO_STDIN };
 	static const struct option opts[] = {
 		{ "kernel", required_argument, NULL, O_KERNEL },
 		{ "initrd", required_argument, NULL, O_INITRD },
@@ -90,6 +92,7 @@ int cli_parse_boot(int argc, char **argv, struct boot_opts *o)
 		{ "console", required_argument, NULL, O_CONSOLE },
 		{ "timeout", required_argument, NULL, O_TIMEOUT },
 		{ "json", no_argument, NULL, O_JSON },
+		{ "no-stdin", no_argument, NULL, O_NO_STDIN },
 		{ "verbose", no_argument, NULL, O_VERBOSE },
 		{ "help", no_argument, NULL, O_HELP },
 		{ NULL, 0, NULL, 0 },
@@ -132,6 +135,9 @@ int cli_parse_boot(int argc, char **argv, struct boot_opts *o)
 			break;
 		case O_JSON:
 			o->json = true;
+			break;
+		case O_NO_STDIN:
+			o->no_stdin = true;
 			break;
 		case O_VERBOSE:
 			o->verbose = true;

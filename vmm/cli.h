@@ -25,6 +25,7 @@ struct boot_opts {
 	unsigned vcpus;
 	uint64_t timeout_sec;	/* 0: none */
 	bool json;
+	bool no_stdin;		/* do not forward stdin to the guest console */
 	bool verbose;
 	bool help;
 };

@@ -100,6 +100,26 @@ static void i8042_access(struct vcpu *v, uint16_t port, bool write, uint8_t *dat
 		vm_stop(v->vm, VM_STOP_RESET, 0, "guest rebooted (i8042 reset)");
 }
 
+size_t vm_console_room(struct vm *vm)
+{
+	size_t n;
+
+	pthread_mutex_lock(&vm->dev_lock);
+	n = uart_rx_room(&vm->uart);
+	pthread_mutex_unlock(&vm->dev_lock);
+	return n;
+}
+
+size_t vm_console_input(struct vm *vm, const uint8_t *buf, size_t len)
+{
+	size_t n;
+
+	pthread_mutex_lock(&vm->dev_lock);
+	n = uart_receive(&vm->uart, buf, len);
+	pthread_mutex_unlock(&vm->dev_lock);
+	return n;
+}
+
 void pio_x86(struct vcpu *v, uint16_t port, bool write, uint8_t *data, unsigned size)
 {
 	struct vm *vm = v->vm;

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,8 +47,29 @@ static int open_console(const char *path)
 	return fd;
 }
 
+/*
+ * Move what is typed on stdin into the guest's receive FIFO, never more
+ * than it has room for. Returns -1 once stdin is finished.
+ */
+static int forward_input(struct vm *vm, int fd)
+{
+	uint8_t buf[UART_FIFO_SIZE];
+	size_t room = vm_console_room(vm);
+	ssize_t n;
+
+	if (!room)
+		return 0;
+	n = read(fd, buf, room < sizeof(buf) ? room : sizeof(buf));
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return 0;
+	if (n <= 0)
+		return -1;
+	vm_console_input(vm, buf, n);
+	return 0;
+}
+
 /* Wait for the VM to stop; returns the signal number that stopped it, or 0. */
-static int event_loop(struct vm *vm, uint64_t timeout_us)
+static int event_loop(struct vm *vm, uint64_t timeout_us, int in_fd)
 {
 	sigset_t set;
 	int sfd, sig = 0;
@@ -59,11 +81,14 @@ static int event_loop(struct vm *vm, uint64_t timeout_us)
 	sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 
 	for (;;) {
-		struct pollfd p[2] = {
+		/* stdin is only watched while the guest can take more input. */
+		bool want_in = in_fd >= 0 && vm_console_room(vm) > 0;
+		struct pollfd p[3] = {
 			{ .fd = vm->stop_fd, .events = POLLIN },
 			{ .fd = sfd, .events = POLLIN },
+			{ .fd = want_in ? in_fd : -1, .events = POLLIN },
 		};
-		int r = poll(p, sfd >= 0 ? 2 : 1, CONSOLE_FLUSH_MS);
+		int r = poll(p, 3, CONSOLE_FLUSH_MS);
 
 		if (r < 0 && errno != EINTR) {
 			vm_stop(vm, VM_STOP_HOST_ERROR, 0, "poll: %s", strerror(errno));
@@ -82,6 +107,9 @@ static int event_loop(struct vm *vm, uint64_t timeout_us)
 				break;
 			}
 		}
+		if (r > 0 && (p[2].revents & (POLLIN | POLLHUP | POLLERR)) &&
+		    forward_input(vm, in_fd) < 0)
+			in_fd = -1;
 		if (timeout_us && now_us() - vm->t.start >= timeout_us) {
 			vm_stop(vm, VM_STOP_TIMEOUT, 0, "timed out after %llu s",
 				(unsigned long long)(timeout_us / 1000000));
@@ -199,7 +227,7 @@ static int cmd_boot(int argc, char **argv, uint64_t start, uint64_t start_wall)
 			 "kernel code is emulated instruction by instruction, so a Linux boot "
 			 "takes many minutes. Use a host with VT-x/AMD-V for real work.");
 
-	sig = event_loop(vm, o.timeout_sec * 1000000u);
+	sig = event_loop(vm, o.timeout_sec * 1000000u, o.no_stdin ? -1 : STDIN_FILENO);
 	vm_destroy(vm);
 	teardown = now_us();
 	code = exit_code(vm, sig);

@@ -10,6 +10,7 @@
 #include <linux/kvm.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "console.h"
@@ -102,5 +103,8 @@ const char *vm_reason_name(enum vm_stop_reason r);
 void devices_init_x86(struct vm *vm);
 void pio_x86(struct vcpu *v, uint16_t port, bool write, uint8_t *data, unsigned size);
 void mmio_x86(struct vcpu *v, uint64_t gpa, bool write, uint8_t *data, unsigned len);
+/* Host input for the guest's console (COM1 receive FIFO); thread-safe. */
+size_t vm_console_room(struct vm *vm);
+size_t vm_console_input(struct vm *vm, const uint8_t *buf, size_t len);
 
 #endif

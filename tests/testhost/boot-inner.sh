@@ -12,7 +12,7 @@ show() { sed 's/^/    | /' "$@" | tail -n 25; }
 boot() {
 	name=$1 want=$2
 	shift 2
-	"$HUSK" boot --console "$W/con" --json --timeout 300 "$@" >"$W/json" 2>"$W/err"
+	"$HUSK" boot --console "$W/con" --json --timeout 300 "$@" >"$W/json" 2>"$W/err" </dev/null
 	st=$?
 	if [ $st = "$want" ]; then
 		ok "$name (exit $st)"
