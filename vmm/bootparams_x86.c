@@ -74,10 +74,10 @@ int bootparams_write_x86(struct guest_mem *m, const struct kernel_image *k,
 		bp.hdr.header = 0x53726448;	/* "HdrS" */
 		bp.hdr.version = 0x020c;
 		bp.hdr.kernel_alignment = 0x1000000;
+		bp.hdr.cmdline_size = k->cmdline_max - 1;
 	}
 	bp.hdr.type_of_loader = 0xff;		/* "other" boot loader */
 	bp.hdr.cmd_line_ptr = CMDLINE_GPA;
-	bp.hdr.cmdline_size = clen;
 	if (initrd_len) {
 		bp.hdr.ramdisk_image = (uint32_t)initrd_gpa;
 		bp.hdr.ramdisk_size = (uint32_t)initrd_len;

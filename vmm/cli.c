@@ -104,7 +104,7 @@ int cli_parse_boot(int argc, char **argv, struct boot_opts *o)
 	o->mem_mib = CLI_DEFAULT_MEM_MIB;
 	o->vcpus = 1;
 	o->console = "-";
-	optind = 1;
+	optind = 0;	/* 0, not 1: glibc fully resets its state between parses */
 	opterr = 0;
 	while (!err && (c = getopt_long(argc, argv, "+:", opts, NULL)) != -1) {
 		switch (c) {
@@ -124,7 +124,8 @@ int cli_parse_boot(int argc, char **argv, struct boot_opts *o)
 			break;
 		case O_VCPUS:
 			err = num_opt("--vcpus", optarg, 1, VM_MAX_VCPUS, &v);
-			o->vcpus = v;
+			if (!err)
+				o->vcpus = v;
 			break;
 		case O_CONSOLE:
 			o->console = optarg;
@@ -148,6 +149,9 @@ int cli_parse_boot(int argc, char **argv, struct boot_opts *o)
 		case ':':
 			return husk_seterr(EINVAL, "option %s needs a value", argv[optind - 1]);
 		default:
+			/* Inside a cluster like -xy, optind has not moved yet: name the letter. */
+			if (optopt)
+				return husk_seterr(EINVAL, "unknown option '-%c'", optopt);
 			return husk_seterr(EINVAL, "unknown option '%s'", argv[optind - 1]);
 		}
 	}

@@ -69,12 +69,14 @@ int load_elf_x86(struct guest_mem *m, const uint8_t *buf, size_t len,
 		uint8_t *dst;
 
 		memcpy(&ph, buf + eh.e_phoff + i * sizeof(ph), sizeof(ph));
-		if (ph.p_type != PT_LOAD || ph.p_memsz == 0)
+		if (ph.p_type != PT_LOAD)
 			continue;
 		if (ph.p_filesz > ph.p_memsz)
 			return husk_seterr(EINVAL, "ELF segment %d: p_filesz 0x%llx exceeds p_memsz 0x%llx",
 					   i, (unsigned long long)ph.p_filesz,
 					   (unsigned long long)ph.p_memsz);
+		if (ph.p_memsz == 0)
+			continue;
 		if (ph.p_offset > len || ph.p_filesz > len - ph.p_offset)
 			return husk_seterr(EINVAL, "ELF segment %d: file data [0x%llx, +0x%llx) lies "
 					   "outside the %zu-byte file (truncated?)", i,
@@ -110,7 +112,7 @@ int load_elf_x86(struct guest_mem *m, const uint8_t *buf, size_t len,
 
 /* Offsets into the bzImage file (= offsets in struct boot_params). */
 #define BZ_HDR_OFF	0x1f1
-#define BZ_MIN_LEN	0x268		/* setup header up to init_size (2.12) */
+#define BZ_MIN_LEN	(BZ_HDR_OFF + sizeof(struct setup_header))
 
 int load_bzimage_x86(struct guest_mem *m, const uint8_t *buf, size_t len,
 		     struct kernel_image *k)

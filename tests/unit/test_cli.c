@@ -1,6 +1,436 @@
-/* placeholder */
+/*
+ * Unit tests for cli: command selection (help, version, boot, unknown) and
+ * "husk boot" option parsing: defaults, every option, the numeric ranges of
+ * --mem/--vcpus/--timeout, required --kernel, unknown options, options
+ * missing their value, stray arguments, the --json/--console rule,
+ * --no-stdin and --help. Every rejection must be -EINVAL with a message
+ * naming the problem.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cmdline.h"
+#include "util.h"
 #include "suites.h"
+
+/*
+ * getopt may rewrite argv and the options keep pointers into it, so every
+ * parse gets private, writable copies of its arguments.
+ */
+#define MAX_ARGS 32
+
+static char store[MAX_ARGS][128];
+static char *argv_buf[MAX_ARGS + 1];
+static struct boot_opts o;
+
+static int make_argv(const char *const *args)
+{
+	int n;
+
+	for (n = 0; args[n]; n++) {
+		ck_assert_int_lt(n, MAX_ARGS);
+		ck_assert_uint_lt(strlen(args[n]), sizeof(store[n]));
+		strcpy(store[n], args[n]);
+		argv_buf[n] = store[n];
+	}
+	argv_buf[n] = NULL;
+	return n;
+}
+
+static int parse_boot(const char *const *args)
+{
+	int argc = make_argv(args);
+
+	return cli_parse_boot(argc, argv_buf, &o);
+}
+
+static enum cli_command command(const char *const *args)
+{
+	int argc = make_argv(args);
+
+	return cli_command(argc, argv_buf);
+}
+
+/*
+ * Put glibc's getopt back into its pristine state after each test, so that
+ * with CK_FORK=no a parse that cli_parse_boot() left half-way through a
+ * short option cluster cannot leak into the following tests (see
+ * boot_reparse_after_short_option_cluster for why cli itself should).
+ */
+static void reset_getopt(void)
+{
+	static char prog[] = "reset";
+	char *argv[] = { prog, NULL };
+
+	optind = 0;
+	opterr = 0;
+	while (getopt_long(1, argv, "+", NULL, NULL) != -1)
+		;
+	optind = 1;
+}
+
+#define BOOT(...) parse_boot((const char *const[]){ "boot", __VA_ARGS__, NULL })
+#define CMD(...) command((const char *const[]){ "husk", __VA_ARGS__, NULL })
+
+static void assert_rejected(int ret, const char *needle)
+{
+	ck_assert_int_eq(ret, -EINVAL);
+	ck_assert_msg(strstr(husk_lasterr(), needle),
+		      "error '%s' does not mention '%s'", husk_lasterr(), needle);
+}
+
+/* ------------------------------------------------------------ commands -- */
+
+START_TEST(command_help)
+{
+	ck_assert_int_eq(CMD("help"), CLI_HELP);
+	ck_assert_int_eq(CMD("--help"), CLI_HELP);
+	ck_assert_int_eq(CMD("-h"), CLI_HELP);
+	/* Only argv[1] matters. */
+	ck_assert_int_eq(CMD("help", "boot"), CLI_HELP);
+}
+END_TEST
+
+START_TEST(command_version)
+{
+	ck_assert_int_eq(CMD("version"), CLI_VERSION);
+	ck_assert_int_eq(CMD("--version"), CLI_VERSION);
+}
+END_TEST
+
+START_TEST(command_boot)
+{
+	ck_assert_int_eq(CMD("boot"), CLI_BOOT);
+	ck_assert_int_eq(CMD("boot", "--kernel", "k"), CLI_BOOT);
+}
+END_TEST
+
+START_TEST(command_unknown)
+{
+	ck_assert_int_eq(CMD("frobnicate"), CLI_NONE);
+	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "unknown command 'frobnicate'"));
+	ck_assert_int_eq(CMD("Boot"), CLI_NONE);
+	ck_assert_int_eq(CMD("-v"), CLI_NONE);
+	ck_assert_int_eq(CMD("--kernel"), CLI_NONE);
+	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "'--kernel'"));
+	ck_assert_int_eq(CMD(""), CLI_NONE);
+}
+END_TEST
+
+START_TEST(command_none)
+{
+	char *argv[] = { store[0], NULL };
+
+	strcpy(store[0], "husk");
+	ck_assert_int_eq(cli_command(1, argv), CLI_NONE);
+	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "no command given"));
+	ck_assert_int_eq(cli_command(0, argv), CLI_NONE);
+	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "no command"));
+}
+END_TEST
+
+START_TEST(usage_texts)
+{
+	ck_assert_ptr_nonnull(strstr(cli_usage, "boot"));
+	ck_assert_ptr_nonnull(strstr(cli_boot_usage, "--kernel PATH"));
+	ck_assert_ptr_nonnull(strstr(cli_boot_usage, "32..65536"));
+	ck_assert_ptr_nonnull(strstr(cli_boot_usage, CMDLINE_BASE));
+}
+END_TEST
+
+/* ---------------------------------------------------------- boot: good -- */
+
+START_TEST(boot_minimal_defaults)
+{
+	memset(&o, 0x5a, sizeof(o));
+	ck_assert_int_eq(BOOT("--kernel", "vmlinux"), 0);
+	ck_assert_str_eq(o.kernel, "vmlinux");
+	ck_assert_ptr_null(o.initrd);
+	ck_assert_ptr_null(o.cmdline);
+	ck_assert_str_eq(o.console, "-");
+	ck_assert_uint_eq(o.mem_mib, CLI_DEFAULT_MEM_MIB);
+	ck_assert_uint_eq(o.mem_mib, 256);
+	ck_assert_uint_eq(o.vcpus, 1);
+	ck_assert_uint_eq(o.timeout_sec, 0);
+	ck_assert(!o.json);
+	ck_assert(!o.no_stdin);
+	ck_assert(!o.verbose);
+	ck_assert(!o.help);
+}
+END_TEST
+
+START_TEST(boot_all_options)
+{
+	ck_assert_int_eq(BOOT("--kernel", "/boot/bzImage", "--initrd", "/tmp/initrd.cpio",
+			      "--cmdline", "quiet loglevel=3", "--mem", "1024", "--vcpus", "4",
+			      "--console", "out.log", "--timeout", "30", "--json", "--no-stdin",
+			      "--verbose"), 0);
+	ck_assert_str_eq(o.kernel, "/boot/bzImage");
+	ck_assert_str_eq(o.initrd, "/tmp/initrd.cpio");
+	ck_assert_str_eq(o.cmdline, "quiet loglevel=3");
+	ck_assert_uint_eq(o.mem_mib, 1024);
+	ck_assert_uint_eq(o.vcpus, 4);
+	ck_assert_str_eq(o.console, "out.log");
+	ck_assert_uint_eq(o.timeout_sec, 30);
+	ck_assert(o.json);
+	ck_assert(o.no_stdin);
+	ck_assert(o.verbose);
+	ck_assert(!o.help);
+}
+END_TEST
+
+START_TEST(boot_equals_form_and_order)
+{
+	ck_assert_int_eq(BOOT("--mem=512", "--vcpus=2", "--kernel=k", "--timeout=5"), 0);
+	ck_assert_str_eq(o.kernel, "k");
+	ck_assert_uint_eq(o.mem_mib, 512);
+	ck_assert_uint_eq(o.vcpus, 2);
+	ck_assert_uint_eq(o.timeout_sec, 5);
+	/* The last occurrence wins. */
+	ck_assert_int_eq(BOOT("--kernel", "a", "--kernel", "b", "--mem", "64", "--mem", "128"), 0);
+	ck_assert_str_eq(o.kernel, "b");
+	ck_assert_uint_eq(o.mem_mib, 128);
+}
+END_TEST
+
+START_TEST(boot_empty_cmdline_allowed)
+{
+	ck_assert_int_eq(BOOT("--kernel", "k", "--cmdline", ""), 0);
+	ck_assert_str_eq(o.cmdline, "");
+}
+END_TEST
+
+START_TEST(boot_mem_limits_accepted)
+{
+	ck_assert_int_eq(BOOT("--kernel", "k", "--mem", "32"), 0);
+	ck_assert_uint_eq(o.mem_mib, 32);
+	ck_assert_int_eq(BOOT("--kernel", "k", "--mem", "65536"), 0);
+	ck_assert_uint_eq(o.mem_mib, 65536);
+}
+END_TEST
+
+START_TEST(boot_vcpus_limits_accepted)
+{
+	ck_assert_int_eq(BOOT("--kernel", "k", "--vcpus", "1"), 0);
+	ck_assert_uint_eq(o.vcpus, 1);
+	ck_assert_int_eq(BOOT("--kernel", "k", "--vcpus", "32"), 0);
+	ck_assert_uint_eq(o.vcpus, 32);
+}
+END_TEST
+
+START_TEST(boot_timeout_limits_accepted)
+{
+	ck_assert_int_eq(BOOT("--kernel", "k", "--timeout", "1"), 0);
+	ck_assert_uint_eq(o.timeout_sec, 1);
+	ck_assert_int_eq(BOOT("--kernel", "k", "--timeout", "604800"), 0);
+	ck_assert_uint_eq(o.timeout_sec, CLI_MAX_TIMEOUT_SEC);
+}
+END_TEST
+
+START_TEST(boot_json_with_console_file)
+{
+	ck_assert_int_eq(BOOT("--kernel", "k", "--json", "--console", "console.txt"), 0);
+	ck_assert(o.json);
+	ck_assert_str_eq(o.console, "console.txt");
+}
+END_TEST
+
+START_TEST(boot_double_dash_ends_options)
+{
+	ck_assert_int_eq(BOOT("--kernel", "k", "--"), 0);
+	assert_rejected(BOOT("--kernel", "k", "--", "--mem"), "unexpected argument '--mem'");
+}
+END_TEST
+
+START_TEST(boot_help)
+{
+	ck_assert_int_eq(BOOT("--help"), 0);
+	ck_assert(o.help);
+	ck_assert_ptr_null(o.kernel);
+	/* --help wins over anything after it, even invalid options. */
+	ck_assert_int_eq(BOOT("--kernel", "k", "--help", "--bogus", "stray"), 0);
+	ck_assert(o.help);
+	ck_assert_int_eq(BOOT("--json", "--help"), 0);
+	ck_assert(o.help);
+}
+END_TEST
+
+START_TEST(boot_reparse_resets_state)
+{
+	/* A second parse in the same process starts from scratch. */
+	assert_rejected(BOOT("--kernel", "k", "--mem", "1"), "--mem");
+	ck_assert_int_eq(BOOT("--kernel", "k2"), 0);
+	ck_assert_str_eq(o.kernel, "k2");
+	ck_assert_uint_eq(o.mem_mib, 256);
+	ck_assert_int_eq(BOOT("--kernel", "k3", "--json", "--console", "f"), 0);
+	ck_assert_int_eq(BOOT("--kernel", "k4"), 0);
+	ck_assert(!o.json);
+	ck_assert_str_eq(o.console, "-");
+}
+END_TEST
+
+START_TEST(boot_reparse_after_short_option_cluster)
+{
+	/* An unknown short option cluster must not leak into the next parse. */
+	assert_rejected(BOOT("-xy", "--kernel", "k"), "unknown option");
+	ck_assert_int_eq(BOOT("--kernel", "k"), 0);
+	ck_assert_str_eq(o.kernel, "k");
+}
+END_TEST
+
+/* ----------------------------------------------------------- boot: bad -- */
+
+START_TEST(boot_mem_rejected)
+{
+	static const char *const bad[] = {
+		"31", "0", "65537", "1000000", "abc", "-1", "-256", "12abc", "",
+		"+64", "0x40", "64.5", "99999999999999999999999",
+	};
+	unsigned i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int ret = BOOT("--kernel", "k", "--mem", bad[i]);
+
+		ck_assert_msg(ret == -EINVAL, "--mem '%s' accepted", bad[i]);
+		ck_assert_msg(strstr(husk_lasterr(), "--mem") &&
+			      strstr(husk_lasterr(), "32..65536"),
+			      "--mem '%s': '%s'", bad[i], husk_lasterr());
+	}
+	assert_rejected(BOOT("--kernel", "k", "--mem", "12abc"),
+			"--mem '12abc' is not a number in 32..65536");
+	assert_rejected(BOOT("--kernel", "k", "--mem", "-1"), "--mem '-1'");
+	assert_rejected(BOOT("--kernel", "k", "--mem="), "--mem ''");
+}
+END_TEST
+
+START_TEST(boot_vcpus_rejected)
+{
+	assert_rejected(BOOT("--kernel", "k", "--vcpus", "0"),
+			"--vcpus '0' is not a number in 1..32");
+	assert_rejected(BOOT("--kernel", "k", "--vcpus", "33"), "--vcpus '33'");
+	assert_rejected(BOOT("--kernel", "k", "--vcpus", "4294967297"), "1..32");
+	assert_rejected(BOOT("--kernel", "k", "--vcpus", "two"), "--vcpus 'two'");
+	assert_rejected(BOOT("--kernel", "k", "--vcpus", "-1"), "--vcpus");
+}
+END_TEST
+
+START_TEST(boot_timeout_rejected)
+{
+	assert_rejected(BOOT("--kernel", "k", "--timeout", "0"),
+			"--timeout '0' is not a number in 1..604800");
+	assert_rejected(BOOT("--kernel", "k", "--timeout", "604801"), "--timeout '604801'");
+	assert_rejected(BOOT("--kernel", "k", "--timeout", "10s"), "--timeout '10s'");
+}
+END_TEST
+
+START_TEST(boot_missing_kernel)
+{
+	char *argv[] = { store[0], NULL };
+
+	strcpy(store[0], "boot");
+	assert_rejected(cli_parse_boot(1, argv, &o), "--kernel PATH is required");
+	assert_rejected(BOOT("--mem", "64", "--vcpus", "2"), "--kernel PATH is required");
+	assert_rejected(BOOT("--initrd", "i"), "--kernel");
+}
+END_TEST
+
+START_TEST(boot_empty_values)
+{
+	assert_rejected(BOOT("--kernel", ""), "--kernel needs a non-empty value");
+	assert_rejected(BOOT("--kernel", "k", "--initrd", ""), "--initrd needs a non-empty value");
+	assert_rejected(BOOT("--kernel", "k", "--console", ""), "--console needs a non-empty value");
+	assert_rejected(BOOT("--kernel="), "--kernel needs a non-empty value");
+}
+END_TEST
+
+START_TEST(boot_unknown_option)
+{
+	assert_rejected(BOOT("--kernel", "k", "--bogus"), "unknown option '--bogus'");
+	assert_rejected(BOOT("--bogus", "--kernel", "k"), "unknown option '--bogus'");
+	assert_rejected(BOOT("--kernel", "k", "-x"), "unknown option '-x'");
+	/* The old short help flag is not a boot option. */
+	assert_rejected(BOOT("--kernel", "k", "-h"), "unknown option '-h'");
+	/* An option that takes no value given one. */
+	ck_assert_int_eq(BOOT("--kernel", "k", "--verbose=yes"), -EINVAL);
+	ck_assert_int_eq(BOOT("--kernel", "k", "--no-stdin=1"), -EINVAL);
+}
+END_TEST
+
+START_TEST(boot_unknown_short_in_cluster)
+{
+	/* The message must name the bad option, not the argument before it. */
+	assert_rejected(BOOT("-xy", "--kernel", "k"), "unknown option '-x");
+	assert_rejected(BOOT("--kernel", "k", "-vq"), "unknown option '-v");
+}
+END_TEST
+
+START_TEST(boot_option_missing_value)
+{
+	assert_rejected(BOOT("--kernel"), "option --kernel needs a value");
+	assert_rejected(BOOT("--kernel", "k", "--mem"), "option --mem needs a value");
+	assert_rejected(BOOT("--kernel", "k", "--console"), "option --console needs a value");
+	assert_rejected(BOOT("--kernel", "k", "--timeout"), "--timeout needs a value");
+}
+END_TEST
+
+START_TEST(boot_stray_argument)
+{
+	assert_rejected(BOOT("--kernel", "k", "extra"), "unexpected argument 'extra'");
+	/* Options stop at the first non-option ("+"): nothing is permuted. */
+	assert_rejected(BOOT("vmlinux", "--kernel", "k"), "unexpected argument 'vmlinux'");
+	ck_assert_str_eq(argv_buf[1], "vmlinux");
+	ck_assert_str_eq(argv_buf[2], "--kernel");
+}
+END_TEST
+
+START_TEST(boot_json_needs_console_file)
+{
+	assert_rejected(BOOT("--kernel", "k", "--json"), "--json needs --console FILE");
+	assert_rejected(BOOT("--kernel", "k", "--json", "--console", "-"), "--json needs --console");
+	ck_assert_int_eq(BOOT("--kernel", "k", "--console", "-"), 0);
+}
+END_TEST
+
 Suite *cli_suite(void)
 {
-	return suite_create("cli");
+	Suite *s = suite_create("cli");
+	TCase *tc;
+
+	tc = tcase_create("command");
+	tcase_add_test(tc, command_help);
+	tcase_add_test(tc, command_version);
+	tcase_add_test(tc, command_boot);
+	tcase_add_test(tc, command_unknown);
+	tcase_add_test(tc, command_none);
+	tcase_add_test(tc, usage_texts);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("boot");
+	tcase_add_checked_fixture(tc, NULL, reset_getopt);
+	tcase_add_test(tc, boot_minimal_defaults);
+	tcase_add_test(tc, boot_all_options);
+	tcase_add_test(tc, boot_equals_form_and_order);
+	tcase_add_test(tc, boot_empty_cmdline_allowed);
+	tcase_add_test(tc, boot_mem_limits_accepted);
+	tcase_add_test(tc, boot_vcpus_limits_accepted);
+	tcase_add_test(tc, boot_timeout_limits_accepted);
+	tcase_add_test(tc, boot_json_with_console_file);
+	tcase_add_test(tc, boot_double_dash_ends_options);
+	tcase_add_test(tc, boot_help);
+	tcase_add_test(tc, boot_reparse_resets_state);
+	tcase_add_test(tc, boot_reparse_after_short_option_cluster);
+	tcase_add_test(tc, boot_mem_rejected);
+	tcase_add_test(tc, boot_vcpus_rejected);
+	tcase_add_test(tc, boot_timeout_rejected);
+	tcase_add_test(tc, boot_missing_kernel);
+	tcase_add_test(tc, boot_empty_values);
+	tcase_add_test(tc, boot_unknown_option);
+	tcase_add_test(tc, boot_unknown_short_in_cluster);
+	tcase_add_test(tc, boot_option_missing_value);
+	tcase_add_test(tc, boot_stray_argument);
+	tcase_add_test(tc, boot_json_needs_console_file);
+	suite_add_tcase(s, tc);
+	return s;
 }
