@@ -36,17 +36,39 @@ static void flush_locked(struct console *c)
 	c->len = 0;
 }
 
-static void check_panic(struct console *c)
+static void watch_panic(struct console *c, uint8_t byte)
 {
+	static const char banner[] = CONSOLE_PANIC_BANNER;
+
+	if (c->capturing) {
+		if (byte == '\n' || c->panic_len == sizeof(c->panic_line) - 1)
+			c->capturing = false;
+		else
+			c->panic_line[c->panic_len++] = byte;
+		c->panic_line[c->panic_len] = '\0';
+		return;
+	}
 	if (c->panic_seen)
 		return;
-	c->line[c->len] = '\0';
-	if (memmem(c->line, c->len, CONSOLE_PANIC_BANNER, strlen(CONSOLE_PANIC_BANNER))) {
+	if (byte == (uint8_t)banner[c->match])
+		c->match++;
+	else
+		c->match = byte == (uint8_t)banner[0];
+	if (c->match == sizeof(banner) - 1) {
+		unsigned before = sizeof(banner) - 2;	/* banner bytes already buffered */
+
 		c->panic_seen = true;
-		memcpy(c->panic_line, c->line, c->len + 1);
-		/* Drop the trailing newline for reporting. */
-		if (c->len && c->panic_line[c->len - 1] == '\n')
-			c->panic_line[c->len - 1] = '\0';
+		c->capturing = true;
+		/* Report the whole line (timestamp included) when it is still buffered. */
+		if (c->len >= before && !memcmp(c->line + c->len - before, banner, before)) {
+			memcpy(c->panic_line, c->line, c->len);
+			c->panic_line[c->len] = byte;
+			c->panic_len = c->len + 1;
+		} else {
+			memcpy(c->panic_line, banner, sizeof(banner));
+			c->panic_len = sizeof(banner) - 1;
+		}
+		c->panic_line[c->panic_len] = '\0';
 	}
 }
 
@@ -56,11 +78,10 @@ void console_put(struct console *c, uint8_t byte)
 	c->bytes++;
 	/* Serial lines end in \r\n; the host's terminal wants \n. */
 	if (byte != '\r') {
+		watch_panic(c, byte);
 		c->line[c->len++] = byte;
-		if (byte == '\n' || c->len == CONSOLE_LINE_MAX - 1) {
-			check_panic(c);
+		if (byte == '\n' || c->len == CONSOLE_LINE_MAX - 1)
 			flush_locked(c);
-		}
 	}
 	pthread_mutex_unlock(&c->lock);
 }
@@ -68,7 +89,6 @@ void console_put(struct console *c, uint8_t byte)
 void console_flush(struct console *c)
 {
 	pthread_mutex_lock(&c->lock);
-	check_panic(c);
 	flush_locked(c);
 	pthread_mutex_unlock(&c->lock);
 }

@@ -2,7 +2,9 @@
  * console: where the guest's serial output goes. Bytes are collected into
  * lines (so a log is written a line at a time, not a syscall per byte),
  * written to the console fd, counted, and watched for the kernel's panic
- * banner so husk can tell a panic from an ordinary reboot.
+ * banner so husk can tell a panic from an ordinary reboot. The banner's
+ * first letter occurs nowhere else in it, so a restart-on-mismatch matcher
+ * finds every occurrence.
  */
 #ifndef HUSK_CONSOLE_H
 #define HUSK_CONSOLE_H
@@ -20,7 +22,15 @@ struct console {
 	char line[CONSOLE_LINE_MAX];
 	unsigned len;
 	uint64_t bytes;		/* total bytes the guest wrote */
+	/*
+	 * The banner is matched byte by byte as it streams past, so neither a
+	 * partial-line flush nor the line-length cut can hide it; once seen, the
+	 * rest of its line is captured for the report.
+	 */
+	unsigned match;		/* banner bytes matched so far */
+	bool capturing;		/* copying the panic line */
 	bool panic_seen;
+	unsigned panic_len;
 	char panic_line[CONSOLE_LINE_MAX];
 };
 

@@ -10,7 +10,7 @@
 #define HUSK_LAYOUT_X86_H
 
 #define BOOT_GDT_GPA		0x500ull
-#define BOOT_IDT_GPA		0x520ull
+#define BOOT_IDT_GPA		0x528ull	/* right after the 5-entry GDT */
 #define ZERO_PAGE_GPA		0x7000ull
 #define BOOT_STACK_GPA		0x8ff0ull	/* initial rsp, grows down */
 #define PML4_GPA		0x9000ull

@@ -12,5 +12,8 @@ Suite *cpuid_suite(void);
 Suite *mptable_suite(void);
 Suite *uart_suite(void);
 Suite *cli_suite(void);
+Suite *cpu_suite(void);
+Suite *console_suite(void);
+Suite *json_suite(void);
 
 #endif
