@@ -14,6 +14,7 @@
 #include <sys/reboot.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #define HUSK_CTL_PORT 0x600
@@ -100,6 +101,8 @@ int main(void)
 	       mem_total_kib() / 1024);
 	fflush(stdout);
 	status = run_job();
+	/* The UART sends from the kernel's tty buffer: let it drain first. */
+	tcdrain(STDOUT_FILENO);
 	if (have_port)
 		outl(status, HUSK_CTL_PORT + 4);
 	reboot(RB_AUTOBOOT);
