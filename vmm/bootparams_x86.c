@@ -33,8 +33,8 @@ int e820_build_x86(const struct guest_mem *m, struct boot_e820_entry *tab, int m
 	return n;
 }
 
-int initrd_place_x86(struct guest_mem *m, const struct kernel_image *k,
-		     const uint8_t *data, size_t len, uint64_t *gpa)
+int initrd_addr_x86(const struct guest_mem *m, const struct kernel_image *k,
+		    uint64_t len, uint64_t *gpa)
 {
 	uint64_t top = m->low_size, addr;
 
@@ -43,15 +43,26 @@ int initrd_place_x86(struct guest_mem *m, const struct kernel_image *k,
 	if (k->initrd_max + 1 < top)
 		top = k->initrd_max + 1;
 	if (len > top || ((top - len) & ~0xfffull) < k->end)
-		return husk_seterr(ENOSPC, "initrd (%zu bytes) does not fit between the kernel "
+		return husk_seterr(ENOSPC, "initrd (%llu bytes) does not fit between the kernel "
 				   "(ends at 0x%llx) and 0x%llx; give the VM more memory with --mem",
-				   len, (unsigned long long)k->end, (unsigned long long)top);
+				   (unsigned long long)len, (unsigned long long)k->end,
+				   (unsigned long long)top);
 	addr = (top - len) & ~0xfffull;
-	if (gmem_write(m, addr, data, len))
+	if (!gmem_ptr(m, addr, len))
 		return husk_seterr(EFAULT, "initrd placement at 0x%llx is outside RAM",
 				   (unsigned long long)addr);
 	*gpa = addr;
 	return 0;
+}
+
+int initrd_place_x86(struct guest_mem *m, const struct kernel_image *k,
+		     const uint8_t *data, size_t len, uint64_t *gpa)
+{
+	int err = initrd_addr_x86(m, k, len, gpa);
+
+	if (!err)
+		memcpy(gmem_ptr(m, *gpa, len), data, len);
+	return err;
 }
 
 int bootparams_write_x86(struct guest_mem *m, const struct kernel_image *k,

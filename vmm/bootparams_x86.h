@@ -19,9 +19,13 @@
 int e820_build_x86(const struct guest_mem *m, struct boot_e820_entry *tab, int max);
 
 /*
- * Copy an initrd as high as allowed: below the kernel's initrd_addr_max and
- * the top of low RAM, above the kernel's own footprint, page aligned.
+ * Where an initrd of len bytes goes: as high as allowed, below the kernel's
+ * initrd_addr_max and the top of low RAM, above the kernel's own footprint,
+ * page aligned.
  */
+int initrd_addr_x86(const struct guest_mem *m, const struct kernel_image *k,
+		    uint64_t len, uint64_t *gpa);
+/* initrd_addr_x86() and a copy of data there. */
 int initrd_place_x86(struct guest_mem *m, const struct kernel_image *k,
 		     const uint8_t *data, size_t len, uint64_t *gpa);
 

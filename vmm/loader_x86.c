@@ -5,12 +5,43 @@
 #include <elf.h>
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "layout_x86.h"
 #include "loader_x86.h"
 #include "util.h"
 
 #define ELF_MAX_PHDRS 64
+
+/*
+ * An image is read through one bounds-checked function, from memory (unit
+ * tests) or straight from the file into guest RAM (husk), so a large vmlinux
+ * is never copied whole into a host buffer.
+ */
+struct image_src {
+	uint64_t size;
+	const uint8_t *buf;	/* in-memory image, or NULL to pread from fd */
+	int fd;
+};
+
+static int src_read(const struct image_src *s, uint64_t off, void *dst, uint64_t len)
+{
+	uint8_t *d = dst;
+
+	if (off > s->size || len > s->size - off)
+		return husk_seterr(EINVAL, "image read [0x%llx, +0x%llx) beyond its %llu bytes",
+				   (unsigned long long)off, (unsigned long long)len,
+				   (unsigned long long)s->size);
+	if (s->buf) {
+		memcpy(d, s->buf + off, len);
+		return 0;
+	}
+	if (read_exact_at(s->fd, d, len, off))
+		return husk_seterr(EIO, "image read failed at offset 0x%llx (file changed "
+				   "while loading?)", (unsigned long long)off);
+	return 0;
+}
 
 /* [gpa, gpa + len) must be RAM and must not touch the boot area below 1 MiB. */
 static int check_kernel_range(const struct guest_mem *m, uint64_t gpa,
@@ -49,17 +80,18 @@ static int elf_check_header(const Elf64_Ehdr *eh, size_t len)
 	return 0;
 }
 
-int load_elf_x86(struct guest_mem *m, const uint8_t *buf, size_t len,
-		 struct kernel_image *k)
+static int load_elf(struct guest_mem *m, const struct image_src *src,
+		    struct kernel_image *k)
 {
 	Elf64_Ehdr eh;
-	uint64_t lo = UINT64_MAX, hi = 0;
+	uint64_t lo = UINT64_MAX, hi = 0, len = src->size;
 	bool entry_ok = false;
 	int i, err, loads = 0;
 
 	memset(k, 0, sizeof(*k));
-	if (len >= sizeof(eh))
-		memcpy(&eh, buf, sizeof(eh));
+	memset(&eh, 0, sizeof(eh));
+	if (len >= sizeof(eh) && src_read(src, 0, &eh, sizeof(eh)))
+		return -EIO;
 	err = elf_check_header(&eh, len);
 	if (err)
 		return err;
@@ -68,7 +100,9 @@ int load_elf_x86(struct guest_mem *m, const uint8_t *buf, size_t len,
 		Elf64_Phdr ph;
 		uint8_t *dst;
 
-		memcpy(&ph, buf + eh.e_phoff + i * sizeof(ph), sizeof(ph));
+		err = src_read(src, eh.e_phoff + i * sizeof(ph), &ph, sizeof(ph));
+		if (err)
+			return err;
 		if (ph.p_type != PT_LOAD)
 			continue;
 		if (ph.p_filesz > ph.p_memsz)
@@ -79,14 +113,16 @@ int load_elf_x86(struct guest_mem *m, const uint8_t *buf, size_t len,
 			continue;
 		if (ph.p_offset > len || ph.p_filesz > len - ph.p_offset)
 			return husk_seterr(EINVAL, "ELF segment %d: file data [0x%llx, +0x%llx) lies "
-					   "outside the %zu-byte file (truncated?)", i,
+					   "outside the %llu-byte file (truncated?)", i,
 					   (unsigned long long)ph.p_offset,
-					   (unsigned long long)ph.p_filesz, len);
+					   (unsigned long long)ph.p_filesz, (unsigned long long)len);
 		err = check_kernel_range(m, ph.p_paddr, ph.p_memsz, "ELF segment");
 		if (err)
 			return err;
 		dst = gmem_ptr(m, ph.p_paddr, ph.p_memsz);
-		memcpy(dst, buf + ph.p_offset, ph.p_filesz);
+		err = src_read(src, ph.p_offset, dst, ph.p_filesz);
+		if (err)
+			return err;
 		memset(dst + ph.p_filesz, 0, ph.p_memsz - ph.p_filesz);
 		if (ph.p_paddr < lo)
 			lo = ph.p_paddr;
@@ -114,18 +150,24 @@ int load_elf_x86(struct guest_mem *m, const uint8_t *buf, size_t len,
 #define BZ_HDR_OFF	0x1f1
 #define BZ_MIN_LEN	(BZ_HDR_OFF + sizeof(struct setup_header))
 
-int load_bzimage_x86(struct guest_mem *m, const uint8_t *buf, size_t len,
-		     struct kernel_image *k)
+static int load_bzimage(struct guest_mem *m, const struct image_src *src,
+			struct kernel_image *k)
 {
 	struct setup_header h;
-	uint64_t setup_len, kernel_len, need_end, base;
+	uint64_t setup_len, kernel_len, need_end, base, len = src->size;
+	uint8_t jump;
 	size_t hdr_len;
 	int err;
 
 	memset(k, 0, sizeof(*k));
 	if (len < BZ_MIN_LEN)
-		return husk_seterr(EINVAL, "bzImage is truncated (%zu bytes)", len);
-	memcpy(&h, buf + BZ_HDR_OFF, sizeof(h));
+		return husk_seterr(EINVAL, "bzImage is truncated (%llu bytes)",
+				   (unsigned long long)len);
+	err = src_read(src, BZ_HDR_OFF, &h, sizeof(h));
+	if (!err)
+		err = src_read(src, 0x201, &jump, 1);
+	if (err)
+		return err;
 	if (h.boot_flag != 0xaa55 || h.header != 0x53726448)	/* "HdrS" */
 		return husk_seterr(EINVAL, "not a bzImage (bad boot_flag/HdrS magic)");
 	if (h.version < 0x020c)
@@ -162,13 +204,15 @@ int load_bzimage_x86(struct guest_mem *m, const uint8_t *buf, size_t len,
 		return husk_seterr(EINVAL, "bzImage needs RAM up to 0x%llx to decompress; give the VM "
 				   "more memory with --mem", (unsigned long long)need_end);
 
-	memcpy(gmem_ptr(m, BZIMAGE_LOAD_GPA, kernel_len), buf + setup_len, kernel_len);
+	err = src_read(src, setup_len, gmem_ptr(m, BZIMAGE_LOAD_GPA, kernel_len), kernel_len);
+	if (err)
+		return err;
 
 	/* The header's own length is given by the jump at 0x200 (byte 0x201). */
-	hdr_len = 0x202 + buf[0x201] - BZ_HDR_OFF;
+	hdr_len = 0x202 + jump - BZ_HDR_OFF;
 	if (hdr_len > sizeof(h))
 		hdr_len = sizeof(h);
-	memcpy(k->hdr, buf + BZ_HDR_OFF, hdr_len);
+	memcpy(k->hdr, &h, hdr_len);
 	k->hdr_len = hdr_len;
 	k->bzimage = true;
 	k->entry = BZIMAGE_LOAD_GPA + 0x200;
@@ -180,14 +224,67 @@ int load_bzimage_x86(struct guest_mem *m, const uint8_t *buf, size_t len,
 	return 0;
 }
 
+static int load_kernel(struct guest_mem *m, const struct image_src *src,
+		       struct kernel_image *k)
+{
+	uint8_t magic[0x206] = { 0 };
+	uint64_t n = src->size < sizeof(magic) ? src->size : sizeof(magic);
+
+	memset(k, 0, sizeof(*k));
+	if (src_read(src, 0, magic, n))
+		return -EIO;
+	if (n >= SELFMAG && !memcmp(magic, ELFMAG, SELFMAG))
+		return load_elf(m, src, k);
+	if (n >= 0x206 && !memcmp(magic + 0x202, "HdrS", 4))
+		return load_bzimage(m, src, k);
+	return husk_seterr(EINVAL, "unrecognised kernel format: expected an uncompressed vmlinux "
+			   "ELF or a bzImage");
+}
+
+static struct image_src buffer_src(const uint8_t *buf, size_t len)
+{
+	struct image_src s = { .size = len, .buf = buf, .fd = -1 };
+
+	return s;
+}
+
+int load_elf_x86(struct guest_mem *m, const uint8_t *buf, size_t len,
+		 struct kernel_image *k)
+{
+	struct image_src s = buffer_src(buf, len);
+
+	return load_elf(m, &s, k);
+}
+
+int load_bzimage_x86(struct guest_mem *m, const uint8_t *buf, size_t len,
+		     struct kernel_image *k)
+{
+	struct image_src s = buffer_src(buf, len);
+
+	return load_bzimage(m, &s, k);
+}
+
 int load_kernel_x86(struct guest_mem *m, const uint8_t *buf, size_t len,
 		    struct kernel_image *k)
 {
-	if (len >= SELFMAG && !memcmp(buf, ELFMAG, SELFMAG))
-		return load_elf_x86(m, buf, len, k);
-	if (len >= 0x206 && !memcmp(buf + 0x202, "HdrS", 4))
-		return load_bzimage_x86(m, buf, len, k);
+	struct image_src s = buffer_src(buf, len);
+
+	return load_kernel(m, &s, k);
+}
+
+int load_kernel_fd_x86(struct guest_mem *m, int fd, struct kernel_image *k)
+{
+	struct image_src s = { .fd = fd };
+	struct stat st;
+
 	memset(k, 0, sizeof(*k));
-	return husk_seterr(EINVAL, "unrecognised kernel format: expected an uncompressed vmlinux "
-			   "ELF or a bzImage");
+	if (fstat(fd, &st) < 0)
+		return husk_seterr(errno, "cannot stat the kernel: %s", strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return husk_seterr(EINVAL, "the kernel is not a regular file");
+	if ((uint64_t)st.st_size > KERNEL_MAX_FILE)
+		return husk_seterr(EFBIG, "the kernel is too large (%lld bytes, limit %u)",
+				   (long long)st.st_size, KERNEL_MAX_FILE);
+	s.size = st.st_size;
+	return load_kernel(m, &s, k);
 }

@@ -39,5 +39,10 @@ int load_bzimage_x86(struct guest_mem *m, const uint8_t *buf, size_t len,
 /* Pick the format from the image's magic bytes. */
 int load_kernel_x86(struct guest_mem *m, const uint8_t *buf, size_t len,
 		    struct kernel_image *k);
+/*
+ * Same, reading an open regular file: only the headers and the loadable
+ * bytes are read, straight into guest RAM.
+ */
+int load_kernel_fd_x86(struct guest_mem *m, int fd, struct kernel_image *k);
 
 #endif

@@ -78,55 +78,6 @@ uint64_t wall_us(void)
 	return clock_us(CLOCK_REALTIME);
 }
 
-int read_file(const char *path, size_t max, uint8_t **buf, size_t *len)
-{
-	struct stat st;
-	uint8_t *p;
-	size_t got = 0;
-	int fd, err;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return husk_seterr(errno, "cannot open %s: %s", path, strerror(errno));
-	if (fstat(fd, &st) < 0) {
-		err = errno;
-		close(fd);
-		return husk_seterr(err, "cannot stat %s: %s", path, strerror(err));
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
-		return husk_seterr(EINVAL, "%s is not a regular file", path);
-	}
-	if ((uint64_t)st.st_size > max) {
-		close(fd);
-		return husk_seterr(EFBIG, "%s is too large (%lld bytes, limit %zu)",
-				   path, (long long)st.st_size, max);
-	}
-	p = malloc(st.st_size ? st.st_size : 1);
-	if (!p) {
-		close(fd);
-		return husk_seterr(ENOMEM, "out of memory reading %s", path);
-	}
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, p + got, st.st_size - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			err = n < 0 ? errno : EIO;
-			free(p);
-			close(fd);
-			return husk_seterr(err, "cannot read %s: %s", path,
-					   n < 0 ? strerror(err) : "file shrank while reading");
-		}
-		got += n;
-	}
-	close(fd);
-	*buf = p;
-	*len = got;
-	return 0;
-}
-
 int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
 	unsigned long long v;
@@ -141,5 +92,23 @@ int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 	if (v < min || v > max)
 		return -ERANGE;
 	*out = v;
+	return 0;
+}
+
+int read_exact_at(int fd, void *dst, uint64_t len, uint64_t off)
+{
+	uint8_t *d = dst;
+
+	while (len) {
+		ssize_t n = pread(fd, d, len > (1u << 30) ? (1u << 30) : len, off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		d += n;
+		off += n;
+		len -= n;
+	}
 	return 0;
 }

@@ -28,10 +28,10 @@ uint64_t now_us(void);
 uint64_t wall_us(void);
 
 /*
- * Read a whole regular file of at most max bytes into a malloc'd buffer.
- * Refuses directories, devices and files over max with a clear message.
+ * Read exactly len bytes of an open file from offset off into dst (which may
+ * be guest RAM); a short file is -EIO.
  */
-int read_file(const char *path, size_t max, uint8_t **buf, size_t *len);
+int read_exact_at(int fd, void *dst, uint64_t len, uint64_t off);
 
 /* Parse a decimal unsigned integer in [min, max]; -EINVAL/-ERANGE. */
 int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);

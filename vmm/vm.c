@@ -2,6 +2,7 @@
  * vm: one microVM and its vCPU threads. See vm.h.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "bootparams_x86.h"
@@ -89,31 +91,61 @@ static int create_machine(struct vm *vm)
 	return err;
 }
 
+/* Open a regular file the user named, with a message that names it. */
+static int open_input(const char *what, const char *path, uint64_t max, uint64_t *size)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return husk_seterr(errno, "cannot open %s %s: %s", what, path, strerror(errno));
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return husk_seterr(EINVAL, "%s %s is not a regular file", what, path);
+	}
+	if ((uint64_t)st.st_size > max) {
+		close(fd);
+		return husk_seterr(EFBIG, "%s %s is too large (%lld bytes, limit %llu)", what,
+				   path, (long long)st.st_size, (unsigned long long)max);
+	}
+	*size = st.st_size;
+	return fd;
+}
+
+static int load_initrd(struct vm *vm, const char *path, uint64_t *gpa, uint64_t *len)
+{
+	int fd, err;
+
+	fd = open_input("initrd", path, INITRD_MAX_FILE, len);
+	if (fd < 0)
+		return fd;
+	err = initrd_addr_x86(&vm->mem, &vm->kernel, *len, gpa);
+	if (err)
+		err = husk_seterr(err, "initrd %s: %s", path, husk_lasterr());
+	else if ((err = read_exact_at(fd, gmem_ptr(&vm->mem, *gpa, *len), *len, 0)))
+		err = husk_seterr(err, "cannot read initrd %s: %s", path, strerror(-err));
+	close(fd);
+	return err;
+}
+
 static int load_guest(struct vm *vm, const struct vm_config *cfg)
 {
 	char cmdbuf[CMDLINE_MAX];
 	struct cmdline cl;
-	uint8_t *img = NULL, *rd = NULL;
-	size_t img_len, rd_len = 0;
-	uint64_t rd_gpa = 0;
-	int err;
+	uint64_t rd_gpa = 0, rd_len = 0, size;
+	int fd, err;
 
-	err = read_file(cfg->kernel_path, KERNEL_MAX_FILE, &img, &img_len);
-	if (err)
-		return err;
-	err = load_kernel_x86(&vm->mem, img, img_len, &vm->kernel);
-	free(img);
+	fd = open_input("kernel", cfg->kernel_path, KERNEL_MAX_FILE, &size);
+	if (fd < 0)
+		return fd;
+	err = load_kernel_fd_x86(&vm->mem, fd, &vm->kernel);
+	close(fd);
 	if (err)
 		return husk_seterr(err, "kernel %s: %s", cfg->kernel_path, husk_lasterr());
-
 	if (cfg->initrd_path) {
-		err = read_file(cfg->initrd_path, INITRD_MAX_FILE, &rd, &rd_len);
+		err = load_initrd(vm, cfg->initrd_path, &rd_gpa, &rd_len);
 		if (err)
 			return err;
-		err = initrd_place_x86(&vm->mem, &vm->kernel, rd, rd_len, &rd_gpa);
-		free(rd);
-		if (err)
-			return husk_seterr(err, "initrd %s: %s", cfg->initrd_path, husk_lasterr());
 	}
 
 	cmdline_init(&cl, cmdbuf, vm->kernel.cmdline_max);
