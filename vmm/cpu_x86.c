@@ -120,9 +120,9 @@ void boot_regs_x86(struct kvm_regs *r, uint64_t entry)
 	r->rsi = ZERO_PAGE_GPA;	/* 64-bit boot protocol: boot_params pointer */
 }
 
-static int set_cpuid(int fd, const struct kvm_cpuid2 *sup, unsigned id, unsigned n,
-		     uint32_t tsc_khz)
+static int set_cpuid(int fd, unsigned id, const struct cpu_config *cfg)
 {
+	const struct kvm_cpuid2 *sup = cfg->supported;
 	struct kvm_cpuid2 *c;
 	unsigned nent = sup->nent;
 	int err;
@@ -133,7 +133,10 @@ static int set_cpuid(int fd, const struct kvm_cpuid2 *sup, unsigned id, unsigned
 	if (nent > CPUID_MAX_ENTRIES)
 		nent = CPUID_MAX_ENTRIES;
 	memcpy(c->entries, sup->entries, nent * sizeof(c->entries[0]));
-	err = cpuid_normalize_x86(c->entries, &nent, CPUID_MAX_ENTRIES, id, n, tsc_khz);
+	err = cpuid_normalize_x86(c->entries, &nent, CPUID_MAX_ENTRIES, id, cfg->nr_vcpus,
+				  cfg->tsc_khz);
+	if (cfg->tsc_deadline)
+		cpuid_set_tsc_deadline_x86(c->entries, nent);
 	c->nent = nent;
 	if (!err && ioctl(fd, KVM_SET_CPUID2, c) < 0)
 		err = husk_seterr(errno, "KVM_SET_CPUID2 on vCPU %u: %s", id, strerror(errno));
@@ -222,17 +225,16 @@ static int set_boot_state(int fd, uint64_t entry, int have_xcrs)
 	return 0;
 }
 
-int cpu_setup_x86(int vcpu_fd, const struct kvm_cpuid2 *supported, unsigned id,
-		  unsigned n, uint32_t tsc_khz, uint64_t entry, int have_xcrs)
+int cpu_setup_x86(int vcpu_fd, unsigned id, const struct cpu_config *cfg)
 {
 	int err;
 
-	err = set_cpuid(vcpu_fd, supported, id, n, tsc_khz);
+	err = set_cpuid(vcpu_fd, id, cfg);
 	if (!err)
 		err = set_msrs(vcpu_fd, id);
 	if (!err)
 		err = set_lint(vcpu_fd, id);
 	if (!err && id == 0)
-		err = set_boot_state(vcpu_fd, entry, have_xcrs);
+		err = set_boot_state(vcpu_fd, cfg->entry, cfg->have_xcrs);
 	return err;
 }

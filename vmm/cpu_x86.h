@@ -11,6 +11,7 @@
 #define HUSK_CPU_X86_H
 
 #include <linux/kvm.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "guest_mem.h"
@@ -44,7 +45,14 @@ void boot_regs_x86(struct kvm_regs *r, uint64_t entry);
  * stay in wait-for-SIPI: Linux starts them through the LAPIC.
  */
 struct kvm_cpuid2;
-int cpu_setup_x86(int vcpu_fd, const struct kvm_cpuid2 *supported, unsigned id,
-		  unsigned n, uint32_t tsc_khz, uint64_t entry, int have_xcrs);
+struct cpu_config {
+	const struct kvm_cpuid2 *supported;	/* KVM_GET_SUPPORTED_CPUID */
+	unsigned nr_vcpus;
+	uint32_t tsc_khz;			/* 0: unknown */
+	uint64_t entry;				/* boot CPU's rip */
+	bool have_xcrs;
+	bool tsc_deadline;			/* KVM emulates the TSC-deadline timer */
+};
+int cpu_setup_x86(int vcpu_fd, unsigned id, const struct cpu_config *cfg);
 
 #endif

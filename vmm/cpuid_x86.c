@@ -204,3 +204,11 @@ int cpuid_normalize_x86(struct kvm_cpuid_entry2 *e, unsigned *nent, unsigned max
 		return husk_seterr(err, "no room for KVM CPUID leaves");
 	return 0;
 }
+
+void cpuid_set_tsc_deadline_x86(struct kvm_cpuid_entry2 *e, unsigned nent)
+{
+	struct kvm_cpuid_entry2 *c = cpuid_find(e, nent, 1, 0);
+
+	if (c)
+		c->ecx |= CPUID_1_ECX_TSC_DEADLINE;
+}

@@ -22,6 +22,14 @@
 #define KVM_APIC_BUS_KHZ 1000000u		/* KVM's LAPIC timer runs at 1 GHz */
 #define CPUID_1_ECX_HYPERVISOR (1u << 31)
 #define CPUID_1_EDX_HTT (1u << 28)
+#define CPUID_1_ECX_TSC_DEADLINE (1u << 24)
+
+/*
+ * Advertise the LAPIC TSC-deadline timer, which KVM emulates when it has
+ * KVM_CAP_TSC_DEADLINE_TIMER but leaves out of the supported CPUID. With it
+ * Linux skips its 100 ms LAPIC timer calibration at boot.
+ */
+void cpuid_set_tsc_deadline_x86(struct kvm_cpuid_entry2 *e, unsigned nent);
 
 struct kvm_cpuid_entry2 *cpuid_find(struct kvm_cpuid_entry2 *e, unsigned nent,
 				    uint32_t function, uint32_t index);

@@ -166,6 +166,7 @@ static int load_guest(struct vm *vm, const struct vm_config *cfg)
 
 static int create_vcpus(struct vm *vm)
 {
+	struct cpu_config cc;
 	unsigned i;
 	int khz, err;
 
@@ -186,9 +187,14 @@ static int create_vcpus(struct vm *vm)
 	}
 	khz = ioctl(vm->vcpus[0].fd, KVM_GET_TSC_KHZ, 0);
 	vm->tsc_khz = khz > 0 ? (uint32_t)khz : 0;
+	cc.supported = vm->kvm.cpuid;
+	cc.nr_vcpus = vm->nr_vcpus;
+	cc.tsc_khz = vm->tsc_khz;
+	cc.entry = vm->kernel.entry;
+	cc.have_xcrs = vm->kvm.have_xcrs;
+	cc.tsc_deadline = kvm_cap(&vm->kvm, KVM_CAP_TSC_DEADLINE_TIMER) > 0;
 	for (i = 0; i < vm->nr_vcpus; i++) {
-		err = cpu_setup_x86(vm->vcpus[i].fd, vm->kvm.cpuid, i, vm->nr_vcpus,
-				    vm->tsc_khz, vm->kernel.entry, vm->kvm.have_xcrs);
+		err = cpu_setup_x86(vm->vcpus[i].fd, i, &cc);
 		if (err)
 			return err;
 	}

@@ -464,6 +464,25 @@ START_TEST(missing_leaf1)
 }
 END_TEST
 
+START_TEST(tsc_deadline_bit)
+{
+	uint32_t ecx;
+
+	memset(ents, 0, sizeof(ents));
+	nent = 0;
+	add(0, 0, 0, 0xd, str4("Genu"), str4("ntel"), str4("ineI"));
+	add(1, 0, 0, 0x806ea, 0, 0x80000001u, 0);
+	ecx = find(1, 0)->ecx;
+	cpuid_set_tsc_deadline_x86(ents, nent);
+	ck_assert_uint_eq(find(1, 0)->ecx, ecx | CPUID_1_ECX_TSC_DEADLINE);
+	ck_assert_uint_eq(find(1, 0)->ecx & (1u << 24), 1u << 24);
+	/* Without leaf 1 there is nothing to change, and nothing breaks. */
+	nent = 1;
+	cpuid_set_tsc_deadline_x86(ents, nent);
+	ck_assert_uint_eq(find(0, 0)->eax, 0xd);
+}
+END_TEST
+
 /* ---------------------------------------------------------- cpuid_find -- */
 
 START_TEST(find_significant_index)
@@ -517,6 +536,7 @@ Suite *cpuid_suite(void)
 	tcase_add_test(tc, full_array_kvm_leaves);
 	tcase_add_test(tc, bad_vcpu_ids);
 	tcase_add_test(tc, missing_leaf1);
+	tcase_add_test(tc, tsc_deadline_bit);
 	tcase_add_test(tc, find_significant_index);
 	suite_add_tcase(s, tc);
 
