@@ -17,7 +17,9 @@
 #include "guest_mem.h"
 #include "kvm.h"
 #include "loader_x86.h"
+#include "evloop.h"
 #include "uart.h"
+#include "virtio_mmio.h"
 
 #define VM_MAX_VCPUS 32
 
@@ -40,6 +42,10 @@ enum husk_event {
 
 struct vm_config {
 	const char *kernel_path;
+	const char *rootfs_path;	/* NULL: no root disk; else read-only virtio-blk */
+	bool rng;			/* virtio-rng */
+	const char *vsock_uds;		/* NULL: no vsock; else the host-side socket path */
+	uint32_t guest_cid;
 	const char *initrd_path;	/* NULL: none */
 	const char *cmdline;		/* appended to husk's own parameters */
 	uint64_t mem_bytes;
@@ -75,6 +81,11 @@ struct vm {
 	pthread_mutex_t dev_lock;	/* legacy devices: UART, control */
 	struct uart uart;
 	struct console console;
+
+	struct evloop loop;		/* device backends */
+	struct virtio_dev *virtio[VIRTIO_MMIO_MAX_DEVICES];
+	unsigned nr_virtio;
+	char dev_cmdline[512];		/* virtio_mmio.device=... parameters */
 
 	pthread_mutex_t stop_lock;
 	enum vm_stop_reason reason;

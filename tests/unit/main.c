@@ -11,6 +11,7 @@ static Suite *(*const suites[])(void) = {
 	guest_mem_suite, loader_suite, bootparams_suite, cmdline_suite,
 	cpuid_suite, mptable_suite, uart_suite, cli_suite,
 	cpu_suite, console_suite, json_suite,
+	virtqueue_suite, virtio_mmio_suite, vsock_suite, proto_suite, tar_suite,
 };
 
 int main(void)

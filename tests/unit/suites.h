@@ -16,4 +16,10 @@ Suite *cpu_suite(void);
 Suite *console_suite(void);
 Suite *json_suite(void);
 
+Suite *virtqueue_suite(void);
+Suite *virtio_mmio_suite(void);
+Suite *vsock_suite(void);
+Suite *proto_suite(void);
+Suite *tar_suite(void);
+
 #endif

@@ -1,0 +1,1 @@
+/* guest-init internal interfaces: placeholder. */

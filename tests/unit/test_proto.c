@@ -1,0 +1,6 @@
+/* placeholder */
+#include "suites.h"
+Suite *proto_suite(void)
+{
+	return suite_create("proto");
+}

@@ -1,0 +1,6 @@
+/* placeholder */
+#include "suites.h"
+Suite *tar_suite(void)
+{
+	return suite_create("tar");
+}

@@ -1,0 +1,6 @@
+/* placeholder */
+#include "suites.h"
+Suite *virtqueue_suite(void)
+{
+	return suite_create("virtqueue");
+}

@@ -1,0 +1,1 @@
+/* evloop: placeholder until implemented. */

@@ -1,0 +1,1 @@
+/* proto: placeholder until implemented. */

@@ -1,0 +1,146 @@
+/*
+ * proto: the control protocol between husk (host) and guest-init, carried on
+ * one vsock stream that guest-init opens to the host (CID 2, port
+ * PROTO_VSOCK_PORT) as soon as it is up. Shared by both sides; see
+ * docs/protocol.md for the conversation.
+ *
+ * Every message is a frame: an 8-byte header (little-endian u32 payload
+ * length, u16 type, u16 protocol version) and the payload. Structured
+ * payloads (job spec, exit record) are TLV lists: u16 tag, u32 length, value.
+ * Both sides treat the peer as untrusted: oversized, truncated or unknown
+ * frames are errors that end the conversation cleanly.
+ */
+#ifndef HUSK_PROTO_H
+#define HUSK_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PROTO_VERSION 1
+#define PROTO_VSOCK_PORT 1024		/* guest-init connects here on the host */
+#define PROTO_HDR_LEN 8
+#define PROTO_MAX_PAYLOAD (1u << 20)	/* larger frames are rejected */
+#define PROTO_MAX_ARGS 4096
+#define PROTO_MAX_ENV 4096
+#define PROTO_MAX_GETS 64
+
+enum proto_type {
+	/* guest -> host */
+	P_HELLO = 1,		/* guest-init is ready; payload: TLV (T_INIT_*) */
+	P_STARTED = 2,		/* the job's process is running */
+	P_STDOUT = 3,		/* job output chunk */
+	P_STDERR = 4,
+	P_EXIT = 5,		/* TLV exit record (T_EXIT_*) */
+	P_FILES_OUT = 6,	/* chunk of the gzip'd tar for --get; empty = end */
+	P_DONE = 7,		/* guest-init is about to power off */
+	/* host -> guest */
+	P_JOB = 16,		/* TLV job spec (T_JOB_*) */
+	P_STDIN = 17,		/* stdin chunk; empty = EOF */
+	P_FILES_IN = 18,	/* chunk of the gzip'd tar for --put; empty = end */
+	/* either way */
+	P_ERROR = 32,		/* UTF-8 message; the sender stops after it */
+};
+
+enum proto_tag {
+	/* P_JOB */
+	T_JOB_ARG = 1,		/* repeated, in order */
+	T_JOB_ENV = 2,		/* repeated "K=V" */
+	T_JOB_CWD = 3,
+	T_JOB_TIMEOUT_MS = 4,	/* u64; 0 = none */
+	T_JOB_WORKSPACE_MIB = 5,	/* u32 */
+	T_JOB_CLOCK_NS = 6,	/* u64 CLOCK_REALTIME of the host */
+	T_JOB_RNG_SEED = 7,	/* bytes to credit to the guest RNG */
+	T_JOB_STDIN = 8,	/* u8: 1 = stdin frames follow, else /dev/null */
+	T_JOB_FILES_IN = 9,	/* u8: 1 = P_FILES_IN frames before the job starts */
+	T_JOB_GET = 10,		/* repeated workspace-relative path to return */
+	T_JOB_MEM_LIMIT = 11,	/* u64 bytes for the job's cgroup; 0 = none */
+	T_JOB_PIDS_LIMIT = 12,	/* u32 */
+	T_JOB_NOFILE = 13,	/* u32 RLIMIT_NOFILE */
+	T_JOB_FSIZE = 14,	/* u64 RLIMIT_FSIZE bytes */
+	/* P_EXIT */
+	T_EXIT_CODE = 32,	/* u32, when the job exited */
+	T_EXIT_SIGNAL = 33,	/* u32, when a signal killed it */
+	T_EXIT_TIMED_OUT = 34,	/* u8 */
+	T_EXIT_USER_US = 35,	/* u64 CPU time */
+	T_EXIT_SYS_US = 36,	/* u64 */
+	T_EXIT_MAXRSS_KIB = 37,	/* u64 peak RSS */
+	T_EXIT_START_NS = 38,	/* u64 guest CLOCK_REALTIME at job start */
+	T_EXIT_END_NS = 39,	/* u64 at job end */
+	/* P_HELLO */
+	T_INIT_VERSION = 48,	/* string */
+};
+
+struct proto_hdr {
+	uint32_t len;
+	uint16_t type;
+	uint16_t version;
+};
+
+/* Encode a header into 8 bytes; decode validates version and length. */
+void proto_hdr_encode(uint8_t out[PROTO_HDR_LEN], uint16_t type, uint32_t len);
+int proto_hdr_decode(const uint8_t in[PROTO_HDR_LEN], struct proto_hdr *h);
+bool proto_type_known(uint16_t type);
+
+/* A growable buffer for building TLV payloads. */
+struct tlv_buf {
+	uint8_t *data;
+	size_t len, cap;
+	bool failed;		/* an append ran out of memory or over the limit */
+};
+void tlv_init(struct tlv_buf *b);
+void tlv_free(struct tlv_buf *b);
+void tlv_put(struct tlv_buf *b, uint16_t tag, const void *val, uint32_t len);
+void tlv_put_str(struct tlv_buf *b, uint16_t tag, const char *s);
+void tlv_put_u8(struct tlv_buf *b, uint16_t tag, uint8_t v);
+void tlv_put_u32(struct tlv_buf *b, uint16_t tag, uint32_t v);
+void tlv_put_u64(struct tlv_buf *b, uint16_t tag, uint64_t v);
+
+/* Iterate over a received TLV payload; every element is bounds-checked. */
+struct tlv_iter {
+	const uint8_t *p;
+	size_t left;
+};
+struct tlv {
+	uint16_t tag;
+	uint32_t len;
+	const uint8_t *val;
+};
+void tlv_iter_init(struct tlv_iter *it, const uint8_t *p, size_t len);
+/* 1 next element, 0 end, -EINVAL truncated element. */
+int tlv_next(struct tlv_iter *it, struct tlv *t);
+int tlv_u8(const struct tlv *t, uint8_t *v);	/* -EINVAL on wrong length */
+int tlv_u32(const struct tlv *t, uint32_t *v);
+int tlv_u64(const struct tlv *t, uint64_t *v);
+/* Copy a string value (no NULs inside) into a fresh malloc'd C string. */
+int tlv_str(const struct tlv *t, char **s);
+
+/*
+ * Blocking frame I/O on a stream fd (both sides use it on their control
+ * socket). proto_send writes header and payload; proto_recv reads one
+ * frame into a malloc'd payload (*payload NULL when len is 0).
+ */
+int proto_send(int fd, uint16_t type, const void *payload, uint32_t len);
+int proto_recv(int fd, struct proto_hdr *h, uint8_t **payload);
+
+/*
+ * Incremental frame reader for non-blocking fds (husk's event loop must
+ * never block on a guest that sends half a frame and stalls).
+ */
+struct proto_reader {
+	uint8_t hdr[PROTO_HDR_LEN];
+	size_t hdr_got;
+	struct proto_hdr h;
+	uint8_t *payload;
+	size_t got;
+};
+void proto_reader_init(struct proto_reader *r);
+void proto_reader_free(struct proto_reader *r);
+/*
+ * Read what is available. Returns 1 with a complete frame (the caller owns
+ * *payload afterwards), 0 when more bytes are needed (EAGAIN), -EPIPE at EOF
+ * between frames, -EPROTO on EOF inside a frame or an invalid header.
+ */
+int proto_reader_read(struct proto_reader *r, int fd, struct proto_hdr *h, uint8_t **payload);
+
+#endif

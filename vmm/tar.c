@@ -1,0 +1,1 @@
+/* tar: placeholder until implemented. */

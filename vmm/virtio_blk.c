@@ -1,0 +1,1 @@
+/* virtio_blk: placeholder until implemented. */

@@ -1,0 +1,1 @@
+/* virtio_mmio: placeholder until implemented. */

@@ -1,0 +1,91 @@
+/*
+ * virtio_mmio: the virtio-mmio transport, version 2 (virtio 1.x, "modern"),
+ * for x86 guests that learn about devices from `virtio_mmio.device=`
+ * command-line parameters. The register file is served on vCPU threads (MMIO
+ * exits); QueueNotify writes go to ioeventfds and interrupts to irqfds, so the
+ * data path never stops a vCPU. Backends implement struct virtio_dev_ops and
+ * run their queue work on the VM's event loop.
+ *
+ * A guest that breaks the rules (bad ring addresses, malformed chains, writes
+ * in the wrong state) gets the device marked DEVICE_NEEDS_RESET; husk never
+ * aborts because of it.
+ */
+#ifndef HUSK_VIRTIO_MMIO_H
+#define HUSK_VIRTIO_MMIO_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "virtqueue.h"
+
+#define VIRTIO_MMIO_MAX_DEVICES 8
+#define VIRTIO_MMIO_MAX_QUEUES 4
+#define VIRTIO_MMIO_SIZE 0x1000
+/* Device n lives at VIRTIO_MMIO_GPA + n * VIRTIO_MMIO_SIZE on IRQ virtio_irq[n]. */
+#define VIRTIO_F_VERSION_1 32
+
+#define VIRTIO_ID_NET 1
+#define VIRTIO_ID_BLOCK 2
+#define VIRTIO_ID_RNG 4
+#define VIRTIO_ID_VSOCK 19
+
+struct virtio_dev;
+struct vm;
+
+struct virtio_dev_ops {
+	const char *name;
+	uint32_t device_id;
+	uint64_t features;		/* offered; VERSION_1 is added by the transport */
+	unsigned num_queues;
+	uint16_t queue_max;
+	uint32_t config_len;
+	/* Config space access (off + len within config_len), vCPU thread. */
+	void (*read_config)(struct virtio_dev *d, uint32_t off, void *data, unsigned len);
+	void (*write_config)(struct virtio_dev *d, uint32_t off, const void *data, unsigned len);
+	/* Driver set DRIVER_OK: queues are valid from now on (event-loop thread). */
+	void (*activate)(struct virtio_dev *d);
+	/* Queue q has new buffers (event-loop thread). */
+	void (*notify)(struct virtio_dev *d, unsigned q);
+	/* Driver reset the device; drop all queue state (vCPU thread). */
+	void (*reset)(struct virtio_dev *d);
+	/* VM teardown, after the event loop stopped: close fds, free priv. */
+	void (*destroy)(struct virtio_dev *d);
+};
+
+struct virtio_dev {
+	const struct virtio_dev_ops *ops;
+	void *priv;
+	struct vm *vm;
+	unsigned index;			/* slot: address and IRQ */
+	uint64_t base;			/* MMIO base gpa */
+	unsigned irq;			/* GSI */
+	int irqfd;			/* eventfd wired with KVM_IRQFD */
+	int notify_fd[VIRTIO_MMIO_MAX_QUEUES];	/* ioeventfds on QueueNotify */
+
+	pthread_mutex_t lock;		/* register state vs. the event loop */
+	uint32_t status;
+	uint32_t dev_features_sel, drv_features_sel, queue_sel;
+	uint64_t driver_features;
+	uint32_t interrupt_status;
+	uint32_t config_generation;
+	bool broken;
+	struct virtqueue vq[VIRTIO_MMIO_MAX_QUEUES];
+};
+
+/*
+ * Register a device with the VM: picks the next slot, wires irqfd and
+ * ioeventfds, and appends its virtio_mmio.device= parameter to the VM's
+ * device command line. Call before the guest is loaded.
+ */
+int virtio_mmio_add(struct vm *vm, struct virtio_dev *d, const struct virtio_dev_ops *ops,
+		    void *priv);
+/* MMIO access to [base, base + 0x1000) from a vCPU thread. */
+void virtio_mmio_access(struct virtio_dev *d, uint64_t off, bool write, uint8_t *data,
+			unsigned len);
+/* Used buffers are ready on queue q: raise the interrupt if the driver wants it. */
+void virtio_notify_used(struct virtio_dev *d, unsigned q);
+/* The driver misbehaved: set DEVICE_NEEDS_RESET, tell it, stop using the queues. */
+void virtio_set_broken(struct virtio_dev *d, const char *why);
+
+#endif

@@ -1,0 +1,1 @@
+/* virtio_vsock: placeholder until implemented. */

@@ -1,0 +1,1 @@
+/* virtqueue: placeholder until implemented. */

@@ -1,0 +1,1 @@
+/* vsock_conn: placeholder until implemented. */

@@ -1,0 +1,4 @@
+/* vsock_conn: placeholder. */
+#ifndef HUSK_VSOCK_CONN_H
+#define HUSK_VSOCK_CONN_H
+#endif
