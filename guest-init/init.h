@@ -1,1 +1,105 @@
-/* guest-init internal interfaces: placeholder. */
+/*
+ * guest-init internal interfaces.
+ *
+ * main.c   PID 1 duties (mounts, clock, RNG, control ports, power off) and
+ *          the conversation with husk on the control socket;
+ * job.c    the job spec, spawning the job and supervising it until it ends,
+ *          files in and out;
+ * sandbox.c what the job's process does to itself before exec (cgroup,
+ *          rlimits, capabilities, uid, no_new_privs, seccomp) and how the
+ *          whole job is killed.
+ *
+ * Test mode (`husk-init --test-fd N [--workspace DIR]`) skips every PID 1
+ * duty and the cgroup, so the same binary can be driven from the host
+ * through a socketpair; the uid switch happens only when running as root.
+ */
+#ifndef HUSK_INIT_H
+#define HUSK_INIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#define AGENT_UID 1000
+#define AGENT_GID 1000
+#define WORKSPACE "/tmp/workspace"
+#define JOB_CGROUP "/sys/fs/cgroup/job"
+#define INIT_VERSION "husk-init 1"
+
+#define DEFAULT_WORKSPACE_MIB 256
+#define DEFAULT_PIDS_LIMIT 512
+#define DEFAULT_NOFILE 1024
+#define MAX_RNG_SEED 4096
+#define CHUNK_MAX (64 * 1024)	/* P_STDOUT/P_STDERR/P_FILES_OUT chunk size */
+
+/* Husk control registers (docs/architecture.md). */
+#define HUSK_PORT_EVENT 0x600
+#define HUSK_PORT_POWEROFF 0x604
+#define HUSK_EV_INIT 1
+#define HUSK_EV_JOB_STARTED 2
+#define HUSK_EV_JOB_ENDED 3
+
+struct init_cfg {
+	bool test_mode;
+	bool drop_user;		/* switch to AGENT_UID (root only) */
+	bool use_cgroup;	/* JOB_CGROUP exists and is ours */
+	const char *workspace;
+	int ctl;		/* control connection */
+};
+extern struct init_cfg cfg;
+
+struct job_spec {
+	char **argv;		/* NULL-terminated */
+	size_t argc;
+	char **env;		/* NULL-terminated, "K=V" */
+	size_t nenv;
+	char **gets;
+	size_t ngets;
+	char *cwd;		/* NULL = the workspace */
+	uint64_t timeout_ms;
+	uint32_t workspace_mib;
+	uint64_t clock_ns;
+	uint8_t *seed;
+	size_t seed_len;
+	bool stdin_frames;
+	uint8_t files_in;	/* number of P_FILES_IN streams */
+	uint64_t mem_limit;	/* 0 = none */
+	uint32_t pids_limit;
+	uint32_t nofile;
+	uint64_t fsize;		/* RLIM_INFINITY unless given */
+};
+
+struct job_result {
+	bool exited;		/* else killed by signal */
+	int code;		/* exit code or signal number */
+	bool timed_out;
+	struct rusage ru;
+	uint64_t start_ns, end_ns;
+};
+
+/* main.c */
+void husk_event(uint32_t code);
+/* Report an internal error (P_ERROR + console) and power off with status 1. */
+_Noreturn void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The error was already sent on the control socket by a child: just stop. */
+_Noreturn void fatal_quiet(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+uint64_t realtime_ns(void);
+
+/* job.c */
+int job_spec_parse(const uint8_t *p, size_t len, struct job_spec *js);
+void job_spec_free(struct job_spec *js);
+int files_in(const struct job_spec *js);
+int job_run(const struct job_spec *js, struct job_result *res);
+int files_out(const struct job_spec *js);
+
+/* sandbox.c */
+int sandbox_cgroup_create(const struct job_spec *js);
+/* In the job's child, before exec: -errno with husk_lasterr(). */
+int sandbox_enter(const struct job_spec *js);
+/* Become AGENT_UID with nothing else (tar helpers): -errno. */
+int sandbox_drop_user(void);
+void sandbox_kill_job(pid_t pgid);
+
+#endif

@@ -1,1 +1,828 @@
-/* placeholder */
+/*
+ * job: the job spec, files into and out of the workspace, and running the
+ * job: spawn it sandboxed, then one poll loop that relays stdin, stdout and
+ * stderr, reaps children, enforces the timeout and ends with the exit
+ * record once the main process is gone and its output is drained.
+ *
+ * Everything from the host is validated here before use. Work on files
+ * (tar in and out) happens in children that already are the agent user,
+ * so a hostile archive or path can only touch what the job itself could.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "init.h"
+#include "proto.h"
+#include "tar.h"
+#include "util.h"
+
+extern char **environ;
+
+/* ---- job spec ---- */
+
+static int push_str(char ***v, size_t *n, size_t max, const struct tlv *t, const char *what)
+{
+	char **nv;
+	int err;
+
+	if (*n >= max)
+		return husk_seterr(EINVAL, "job spec has more than %zu %s", max, what);
+	nv = realloc(*v, (*n + 2) * sizeof(**v));
+	if (!nv)
+		return husk_seterr(ENOMEM, "out of memory for the job spec");
+	*v = nv;
+	err = tlv_str(t, &nv[*n]);
+	if (err)
+		return err;
+	nv[++*n] = NULL;
+	return 0;
+}
+
+/* Relative, no "..", no empty components beyond a trailing slash. */
+static bool path_sane(const char *p)
+{
+	const char *c = p;
+	size_t n;
+
+	if (!*p || *p == '/' || strlen(p) >= PATH_MAX)
+		return false;
+	while (*c) {
+		n = strcspn(c, "/");
+		if (n == 2 && c[0] == '.' && c[1] == '.')
+			return false;
+		c += n;
+		while (*c == '/')
+			c++;
+	}
+	return true;
+}
+
+static int scalar_once(uint64_t *seen, uint16_t tag)
+{
+	if (*seen & (1ull << tag))
+		return husk_seterr(EINVAL, "job spec repeats tag %u", tag);
+	*seen |= 1ull << tag;
+	return 0;
+}
+
+static int spec_elem(struct job_spec *js, const struct tlv *t, uint64_t *seen)
+{
+	uint8_t u8;
+	int err = 0;
+	char *eq;
+
+	switch (t->tag) {
+	case T_JOB_ARG:
+		return push_str(&js->argv, &js->argc, PROTO_MAX_ARGS, t, "arguments");
+	case T_JOB_ENV:
+		err = push_str(&js->env, &js->nenv, PROTO_MAX_ENV, t, "environment entries");
+		if (err)
+			return err;
+		eq = strchr(js->env[js->nenv - 1], '=');
+		if (!eq || eq == js->env[js->nenv - 1])
+			return husk_seterr(EINVAL, "environment entry '%s' is not KEY=VALUE",
+					   js->env[js->nenv - 1]);
+		return 0;
+	case T_JOB_GET:
+		err = push_str(&js->gets, &js->ngets, PROTO_MAX_GETS, t, "--get paths");
+		if (!err && !path_sane(js->gets[js->ngets - 1]))
+			return husk_seterr(EINVAL, "--get path '%s' must be workspace-relative "
+					   "without '..'", js->gets[js->ngets - 1]);
+		return err;
+	}
+	/* Every other tag is a scalar that may appear once. */
+	if (t->tag >= 64 || scalar_once(seen, t->tag))
+		return husk_seterr(EINVAL, "job spec has unknown or repeated tag %u", t->tag);
+	switch (t->tag) {
+	case T_JOB_CWD:
+		err = tlv_str(t, &js->cwd);
+		if (!err && (!*js->cwd || strlen(js->cwd) >= PATH_MAX))
+			err = husk_seterr(EINVAL, "job working directory is empty or too long");
+		return err;
+	case T_JOB_TIMEOUT_MS:
+		return tlv_u64(t, &js->timeout_ms);
+	case T_JOB_WORKSPACE_MIB:
+		err = tlv_u32(t, &js->workspace_mib);
+		if (!err && js->workspace_mib > (1u << 20))
+			err = husk_seterr(EINVAL, "workspace of %u MiB is absurd", js->workspace_mib);
+		return err;
+	case T_JOB_CLOCK_NS:
+		return tlv_u64(t, &js->clock_ns);
+	case T_JOB_RNG_SEED:
+		if (t->len > MAX_RNG_SEED)
+			return husk_seterr(EINVAL, "RNG seed of %u bytes exceeds %d", t->len,
+					   MAX_RNG_SEED);
+		js->seed = malloc(t->len ? t->len : 1);
+		if (!js->seed)
+			return husk_seterr(ENOMEM, "out of memory for the RNG seed");
+		memcpy(js->seed, t->val, t->len);
+		js->seed_len = t->len;
+		return 0;
+	case T_JOB_STDIN:
+		err = tlv_u8(t, &u8);
+		js->stdin_frames = u8 != 0;
+		return err;
+	case T_JOB_FILES_IN:
+		/* Number of streams (husk sends one per --put); 0 = none. */
+		return tlv_u8(t, &js->files_in);
+	case T_JOB_MEM_LIMIT:
+		return tlv_u64(t, &js->mem_limit);
+	case T_JOB_PIDS_LIMIT:
+		err = tlv_u32(t, &js->pids_limit);
+		if (!err && js->pids_limit == 0)
+			err = husk_seterr(EINVAL, "pids limit of 0 leaves no room for the job");
+		return err;
+	case T_JOB_NOFILE:
+		err = tlv_u32(t, &js->nofile);
+		if (!err && js->nofile < 3)
+			err = husk_seterr(EINVAL, "nofile limit %u leaves no room for stdio",
+					  js->nofile);
+		return err;
+	case T_JOB_FSIZE:
+		return tlv_u64(t, &js->fsize);
+	}
+	return husk_seterr(EINVAL, "job spec has unknown tag %u", t->tag);
+}
+
+int job_spec_parse(const uint8_t *p, size_t len, struct job_spec *js)
+{
+	struct tlv_iter it;
+	struct tlv t;
+	uint64_t seen = 0;
+	int r;
+
+	memset(js, 0, sizeof(*js));
+	js->workspace_mib = DEFAULT_WORKSPACE_MIB;
+	js->pids_limit = DEFAULT_PIDS_LIMIT;
+	js->nofile = DEFAULT_NOFILE;
+	js->fsize = UINT64_MAX;
+	tlv_iter_init(&it, p, len);
+	while ((r = tlv_next(&it, &t)) == 1) {
+		r = spec_elem(js, &t, &seen);
+		if (r)
+			return r;
+	}
+	if (r)
+		return r;
+	if (!js->argc)
+		return husk_seterr(EINVAL, "job spec has no command");
+	if (!*js->argv[0])
+		return husk_seterr(EINVAL, "job command is an empty string");
+	if (!js->workspace_mib)
+		js->workspace_mib = DEFAULT_WORKSPACE_MIB;
+	return 0;
+}
+
+static void free_vec(char **v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; v && i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+void job_spec_free(struct job_spec *js)
+{
+	free_vec(js->argv, js->argc);
+	free_vec(js->env, js->nenv);
+	free_vec(js->gets, js->ngets);
+	free(js->cwd);
+	free(js->seed);
+	memset(js, 0, sizeof(*js));
+}
+
+/* ---- helpers ---- */
+
+/* Fork a helper that becomes the agent user; the parent gets its status. */
+static int run_as_agent(int (*fn)(void *), void *arg)
+{
+	pid_t pid;
+	int st;
+
+	pid = fork();
+	if (pid < 0)
+		return husk_seterr(errno, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		sigset_t all;
+
+		sigemptyset(&all);
+		sigprocmask(SIG_SETMASK, &all, NULL);
+		if (sandbox_drop_user()) {
+			proto_send(cfg.ctl, P_ERROR, husk_lasterr(), strlen(husk_lasterr()));
+			fprintf(stderr, "husk-init: %s\n", husk_lasterr());
+			_exit(1);
+		}
+		_exit(fn(arg) ? 1 : 0);
+	}
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return husk_seterr(errno, "waitpid: %s", strerror(errno));
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
+}
+
+/* In a helper: report on the control socket (the host sees why) and fail. */
+static int helper_fail(const char *what)
+{
+	char msg[600];
+
+	snprintf(msg, sizeof(msg), "%s: %s", what, husk_lasterr());
+	fprintf(stderr, "husk-init: %s\n", msg);
+	proto_send(cfg.ctl, P_ERROR, msg, strlen(msg));
+	return -1;
+}
+
+/* ---- files in ---- */
+
+static int extract_one(int dirfd);
+
+static int extract_helper(void *arg)
+{
+	unsigned nr;
+	int dirfd;
+
+	dirfd = open(cfg.workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0) {
+		husk_seterr(errno, "open %s: %s", cfg.workspace, strerror(errno));
+		return helper_fail("files in");
+	}
+	for (nr = 0; nr < *(const uint8_t *)arg; nr++) {
+		if (extract_one(dirfd))
+			return -1;
+	}
+	close(dirfd);
+	return 0;
+}
+
+/* One gzip'd tar stream: P_FILES_IN chunks up to an empty one. */
+static int extract_one(int dirfd)
+{
+	struct tar_limits lim = { TAR_DEFAULT_MAX_BYTES, TAR_DEFAULT_MAX_ENTRIES, 0 };
+	struct tar_extract *x;
+	struct proto_hdr h;
+	uint8_t *p;
+	int err;
+
+	x = tar_extract_new(dirfd, &lim);
+	if (!x)
+		return helper_fail("files in");
+	for (;;) {
+		err = proto_recv(cfg.ctl, &h, &p);
+		if (err)
+			return helper_fail("files in");
+		if (h.type != P_FILES_IN) {
+			free(p);
+			husk_seterr(EPROTO, "expected P_FILES_IN, got frame type %u", h.type);
+			return helper_fail("files in");
+		}
+		if (!h.len)
+			break;
+		err = tar_extract_feed(x, p, h.len);
+		free(p);
+		if (err)
+			return helper_fail("files in");
+	}
+	if (tar_extract_finish(x))
+		return helper_fail("files in");
+	tar_extract_free(x);
+	return 0;
+}
+
+int files_in(const struct job_spec *js)
+{
+	if (!js->files_in)
+		return 0;
+	return run_as_agent(extract_helper, (void *)&js->files_in);
+}
+
+/* ---- files out ---- */
+
+struct out_buf {
+	uint8_t data[CHUNK_MAX];
+	size_t len;
+};
+
+static int out_flush(struct out_buf *o)
+{
+	int err = 0;
+
+	if (o->len)
+		err = proto_send(cfg.ctl, P_FILES_OUT, o->data, o->len);
+	o->len = 0;
+	return err;
+}
+
+/* tar_create's sink: gather into chunks of CHUNK_MAX, never empty frames. */
+static int out_fn(void *arg, const void *buf, size_t len)
+{
+	struct out_buf *o = arg;
+	const uint8_t *b = buf;
+	size_t n;
+	int err;
+
+	while (len) {
+		n = CHUNK_MAX - o->len;
+		if (n > len)
+			n = len;
+		memcpy(o->data + o->len, b, n);
+		o->len += n;
+		b += n;
+		len -= n;
+		if (o->len == CHUNK_MAX) {
+			err = out_flush(o);
+			if (err)
+				return err;
+		}
+	}
+	return 0;
+}
+
+/*
+ * A valid gzip'd tar with no entries (just the two zero end blocks), so the
+ * host's extractor sees a complete stream that creates nothing.
+ */
+static int empty_archive(struct out_buf *o)
+{
+	static const uint8_t zero[1024];
+	z_stream z = { 0 };
+	int r;
+
+	/* windowBits 15 + 16: gzip wrapper, as tar_create writes. */
+	if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return husk_seterr(ENOMEM, "deflateInit2 failed");
+	z.next_in = (uint8_t *)zero;
+	z.avail_in = sizeof(zero);
+	z.next_out = o->data + o->len;
+	z.avail_out = CHUNK_MAX - o->len;
+	r = deflate(&z, Z_FINISH);
+	o->len = CHUNK_MAX - z.avail_out;
+	deflateEnd(&z);
+	return r == Z_STREAM_END ? 0 : husk_seterr(EIO, "gzip of the empty archive failed");
+}
+
+/*
+ * A path that does not exist yields a valid archive with no entries and a
+ * diagnostic on the console; it is not an error, because
+ * a job that failed early commonly leaves its outputs unwritten.
+ */
+static int create_helper(void *arg)
+{
+	const char *path = arg;
+	struct out_buf *o = calloc(1, sizeof(*o));
+	struct stat st;
+
+	if (!o) {
+		husk_seterr(ENOMEM, "out of memory");
+		return helper_fail("files out");
+	}
+	if (chdir(cfg.workspace)) {
+		husk_seterr(errno, "chdir %s: %s", cfg.workspace, strerror(errno));
+		return helper_fail("files out");
+	}
+	if (lstat(path, &st)) {
+		fprintf(stderr, "husk-init: --get %s: %s (sending an empty archive)\n", path,
+			strerror(errno));
+		if (empty_archive(o) || out_flush(o))
+			return helper_fail("files out");
+		return 0;
+	}
+	if (tar_create(path, path, out_fn, o) || out_flush(o))
+		return helper_fail("files out");
+	free(o);
+	return 0;
+}
+
+int files_out(const struct job_spec *js)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < js->ngets; i++) {
+		err = run_as_agent(create_helper, js->gets[i]);
+		if (err)
+			return err;
+		err = proto_send(cfg.ctl, P_FILES_OUT, NULL, 0);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* ---- spawning ---- */
+
+static bool env_has(char **env, size_t n, const char *key)
+{
+	size_t kl = strlen(key), i;
+
+	for (i = 0; i < n; i++)
+		if (!strncmp(env[i], key, kl) && env[i][kl] == '=')
+			return true;
+	return false;
+}
+
+/* T_JOB_ENV plus defaults for what the job did not set. */
+static char **job_env(const struct job_spec *js)
+{
+	static const char *const defaults[] = {
+		"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=", "USER=agentuser",
+	};
+	char **env = calloc(js->nenv + ARRAY_SIZE(defaults) + 1, sizeof(*env));
+	char key[16];
+	size_t n = 0, i;
+
+	if (!env)
+		return NULL;
+	for (i = 0; i < js->nenv; i++)
+		env[n++] = js->env[i];
+	for (i = 0; i < ARRAY_SIZE(defaults); i++) {
+		snprintf(key, sizeof(key), "%.*s", (int)strcspn(defaults[i], "="), defaults[i]);
+		if (env_has(js->env, js->nenv, key))
+			continue;
+		if (!strcmp(key, "HOME")) {
+			if (asprintf(&env[n++], "HOME=%s", cfg.workspace) < 0)
+				return NULL;
+		} else {
+			env[n++] = (char *)defaults[i];
+		}
+	}
+	return env;
+}
+
+/* Report a set-up failure through errfd (the parent turns it into P_ERROR). */
+static _Noreturn void child_fail(int errfd)
+{
+	const char *m = husk_lasterr();
+
+	if (write(errfd, m, strlen(m)) < 0)
+		_exit(125);
+	_exit(125);
+}
+
+static _Noreturn void job_child(const struct job_spec *js, int in, int out, int err,
+				int errfd)
+{
+	sigset_t none;
+	char msg[512];
+	char **env;
+	int e;
+
+	/* The job gets default signal state, not PID 1's. */
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGPIPE, SIG_DFL);
+	if (setsid() < 0) {
+		husk_seterr(errno, "setsid: %s", strerror(errno));
+		child_fail(errfd);
+	}
+	if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) {
+		husk_seterr(errno, "dup2: %s", strerror(errno));
+		child_fail(errfd);
+	}
+	env = job_env(js);
+	if (!env) {
+		husk_seterr(ENOMEM, "out of memory for the environment");
+		child_fail(errfd);
+	}
+	if (sandbox_enter(js))
+		child_fail(errfd);
+	/* After the uid switch, so the agent user's permissions decide. */
+	if (chdir(cfg.workspace) || (js->cwd && chdir(js->cwd))) {
+		husk_seterr(errno, "chdir %s: %s", js->cwd ? js->cwd : cfg.workspace,
+			    strerror(errno));
+		child_fail(errfd);
+	}
+	/* execvp searches the PATH of environ, so switch before the call. */
+	environ = env;
+	execvp(js->argv[0], js->argv);
+	e = errno;
+	snprintf(msg, sizeof(msg), "husk-init: cannot execute '%s': %s\n", js->argv[0],
+		 strerror(e));
+	if (write(2, msg, strlen(msg)) < 0)
+		_exit(126);
+	_exit(e == ENOENT || e == ENOTDIR ? 127 : 126);
+}
+
+/* ---- supervising ---- */
+
+struct stream {
+	int fd;			/* read end, -1 at EOF */
+	uint16_t type;
+};
+
+struct job {
+	pid_t pid;
+	bool reaped;
+	int stdin_fd;		/* write end, -1 once closed */
+	uint8_t *in_buf;	/* queued stdin bytes */
+	size_t in_len, in_off;
+	bool in_eof;		/* host sent the empty P_STDIN */
+	struct stream out[2];
+	int sfd, tfd;
+	struct proto_reader rd;
+	struct job_result *res;
+};
+
+#define STDIN_QUEUE_MAX (1u << 20)	/* stop reading the host beyond this */
+
+/* Relay up to one chunk; -errno on a failed send, 0 otherwise. */
+static int pump_stream(struct stream *s)
+{
+	static uint8_t buf[CHUNK_MAX];
+	ssize_t n;
+
+	n = read(s->fd, buf, sizeof(buf));
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return 0;
+	if (n <= 0) {
+		close(s->fd);
+		s->fd = -1;
+		return 0;
+	}
+	return proto_send(cfg.ctl, s->type, buf, n);
+}
+
+static void close_stdin(struct job *j)
+{
+	if (j->stdin_fd >= 0)
+		close(j->stdin_fd);
+	j->stdin_fd = -1;
+	free(j->in_buf);
+	j->in_buf = NULL;
+	j->in_len = j->in_off = 0;
+}
+
+static void pump_stdin(struct job *j)
+{
+	ssize_t n;
+
+	while (j->stdin_fd >= 0 && j->in_off < j->in_len) {
+		n = write(j->stdin_fd, j->in_buf + j->in_off, j->in_len - j->in_off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n < 0) {
+			/* EPIPE: the job closed its stdin; the rest is dropped. */
+			close_stdin(j);
+			return;
+		}
+		j->in_off += n;
+	}
+	if (j->in_off == j->in_len) {
+		j->in_off = j->in_len = 0;
+		if (j->in_eof)
+			close_stdin(j);
+	}
+}
+
+static int queue_stdin(struct job *j, const uint8_t *p, size_t len)
+{
+	uint8_t *nb;
+
+	if (!len) {
+		j->in_eof = true;
+		pump_stdin(j);
+		return 0;
+	}
+	if (j->stdin_fd < 0 || j->in_eof)
+		return 0;	/* the job is not reading any more: drop */
+	nb = realloc(j->in_buf, j->in_len + len);
+	if (!nb)
+		return husk_seterr(ENOMEM, "out of memory for stdin");
+	memcpy(nb + j->in_len, p, len);
+	j->in_buf = nb;
+	j->in_len += len;
+	pump_stdin(j);
+	return 0;
+}
+
+static int handle_ctl(struct job *j)
+{
+	struct proto_hdr h;
+	uint8_t *p;
+	char msg[128];
+	int r;
+
+	while ((r = proto_reader_read(&j->rd, cfg.ctl, &h, &p)) == 1) {
+		if (h.type == P_STDIN) {
+			r = queue_stdin(j, p, h.len);
+		} else if (h.type == P_ERROR) {
+			snprintf(msg, sizeof(msg), "host sent an error: %.*s",
+				 (int)(h.len < 100 ? h.len : 100), p ? (char *)p : "");
+			fprintf(stderr, "husk-init: %s\n", msg);
+			r = -ECONNABORTED;
+		} else {
+			snprintf(msg, sizeof(msg), "unexpected frame type %u while the job runs",
+				 h.type);
+			proto_send(cfg.ctl, P_ERROR, msg, strlen(msg));
+			r = husk_seterr(EPROTO, "%s", msg);
+		}
+		free(p);
+		if (r)
+			return r;
+	}
+	return r;
+}
+
+static void reap(struct job *j)
+{
+	struct signalfd_siginfo si;
+	struct rusage ru;
+	pid_t pid;
+	int st;
+
+	while (read(j->sfd, &si, sizeof(si)) > 0)
+		;
+	/* PID 1 adopts every orphan: reap them all, only the main pid counts. */
+	while ((pid = wait4(-1, &st, WNOHANG, &ru)) > 0) {
+		if (pid != j->pid)
+			continue;
+		j->reaped = true;
+		j->res->end_ns = realtime_ns();
+		j->res->ru = ru;
+		j->res->exited = WIFEXITED(st);
+		j->res->code = WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st);
+	}
+}
+
+static int setup_fds(struct job *j, const struct job_spec *js)
+{
+	struct itimerspec its = { 0 };
+	sigset_t chld;
+
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	j->sfd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (j->sfd < 0)
+		return husk_seterr(errno, "signalfd: %s", strerror(errno));
+	j->tfd = -1;
+	if (js->timeout_ms) {
+		j->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+		if (j->tfd < 0)
+			return husk_seterr(errno, "timerfd_create: %s", strerror(errno));
+		its.it_value.tv_sec = js->timeout_ms / 1000;
+		its.it_value.tv_nsec = (js->timeout_ms % 1000) * 1000000;
+		if (timerfd_settime(j->tfd, 0, &its, NULL))
+			return husk_seterr(errno, "timerfd_settime: %s", strerror(errno));
+	}
+	if (fcntl(cfg.ctl, F_SETFL, fcntl(cfg.ctl, F_GETFL) | O_NONBLOCK))
+		return husk_seterr(errno, "control socket O_NONBLOCK: %s", strerror(errno));
+	proto_reader_init(&j->rd);
+	return 0;
+}
+
+static int spawn(struct job *j, const struct job_spec *js)
+{
+	int in[2] = { -1, -1 }, out[2], err[2], ep[2];
+	char msg[600];
+	ssize_t n;
+
+	if (js->stdin_frames ? pipe2(in, O_CLOEXEC) : 0)
+		return husk_seterr(errno, "pipe: %s", strerror(errno));
+	if (!js->stdin_frames && (in[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
+		return husk_seterr(errno, "open /dev/null: %s", strerror(errno));
+	if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC) || pipe2(ep, O_CLOEXEC))
+		return husk_seterr(errno, "pipe: %s", strerror(errno));
+	j->res->start_ns = realtime_ns();
+	j->pid = fork();
+	if (j->pid < 0)
+		return husk_seterr(errno, "fork: %s", strerror(errno));
+	if (j->pid == 0) {
+		close(ep[0]);
+		job_child(js, in[0], out[1], err[1], ep[1]);
+	}
+	close(in[0]);
+	close(out[1]);
+	close(err[1]);
+	close(ep[1]);
+	/* EOF on ep means exec (or the exec failure path) was reached. */
+	while ((n = read(ep[0], msg, sizeof(msg) - 1)) < 0 && errno == EINTR)
+		;
+	close(ep[0]);
+	if (n > 0) {
+		msg[n] = 0;
+		return husk_seterr(EIO, "setting up the job: %s", msg);
+	}
+	j->stdin_fd = in[1];
+	if (in[1] >= 0)
+		fcntl(in[1], F_SETFL, O_NONBLOCK);
+	j->out[0] = (struct stream){ out[0], P_STDOUT };
+	j->out[1] = (struct stream){ err[0], P_STDERR };
+	return 0;
+}
+
+/* A negative fd makes poll skip the slot. */
+static void watch(struct pollfd *p, int fd, short events)
+{
+	p->fd = fd;
+	p->events = events;
+	p->revents = 0;
+}
+
+enum { FD_CTL, FD_SIG, FD_TIMER, FD_OUT, FD_ERR, FD_IN, NFDS };
+
+/* After the main process: whatever is left is killed, the pipes drained. */
+#define DRAIN_MS 2000
+
+int job_run(const struct job_spec *js, struct job_result *res)
+{
+	struct job j = { .res = res, .stdin_fd = -1 };
+	struct pollfd pfd[NFDS];
+	uint64_t ticks, deadline = 0;
+	int err, i, timeout;
+	bool killed = false;
+
+	memset(res, 0, sizeof(*res));
+	err = setup_fds(&j, js);
+	if (!err)
+		err = spawn(&j, js);
+	if (err)
+		return err;
+	err = proto_send(cfg.ctl, P_STARTED, NULL, 0);
+	if (err)
+		goto kill;
+	husk_event(HUSK_EV_JOB_STARTED);
+
+	while (!j.reaped || j.out[0].fd >= 0 || j.out[1].fd >= 0) {
+		if (j.reaped && !killed) {
+			sandbox_kill_job(j.pid);
+			killed = true;
+			deadline = now_us() + DRAIN_MS * 1000ull;
+		}
+		if (killed && now_us() >= deadline) {
+			fprintf(stderr, "husk-init: job output still open after %d ms, "
+				"giving up on it\n", DRAIN_MS);
+			break;
+		}
+		watch(&pfd[FD_CTL], j.reaped || j.in_len >= STDIN_QUEUE_MAX ? -1 : cfg.ctl,
+		      POLLIN);
+		watch(&pfd[FD_SIG], j.sfd, POLLIN);
+		watch(&pfd[FD_TIMER], j.tfd, POLLIN);
+		watch(&pfd[FD_OUT], j.out[0].fd, POLLIN);
+		watch(&pfd[FD_ERR], j.out[1].fd, POLLIN);
+		watch(&pfd[FD_IN], j.in_off < j.in_len ? j.stdin_fd : -1, POLLOUT);
+		timeout = -1;
+		if (killed) {
+			uint64_t now = now_us();
+
+			timeout = now < deadline ? (int)((deadline - now) / 1000) + 1 : 0;
+		}
+		if (poll(pfd, NFDS, timeout) < 0) {
+			if (errno == EINTR)
+				continue;
+			err = husk_seterr(errno, "poll: %s", strerror(errno));
+			goto kill;
+		}
+		if (pfd[FD_SIG].revents)
+			reap(&j);
+		if (pfd[FD_TIMER].revents && read(j.tfd, &ticks, sizeof(ticks)) > 0 &&
+		    !j.reaped) {
+			res->timed_out = true;
+			sandbox_kill_job(j.pid);
+		}
+		for (i = 0; i < 2; i++) {
+			if (!pfd[FD_OUT + i].revents)
+				continue;
+			err = pump_stream(&j.out[i]);
+			if (err)
+				goto kill;
+		}
+		if (pfd[FD_IN].revents)
+			pump_stdin(&j);
+		if (pfd[FD_CTL].revents) {
+			err = handle_ctl(&j);
+			if (err)
+				goto kill;
+		}
+	}
+	err = 0;
+	goto out;
+kill:
+	sandbox_kill_job(j.pid);
+out:
+	for (i = 0; i < 2; i++)
+		if (j.out[i].fd >= 0)
+			close(j.out[i].fd);
+	close_stdin(&j);
+	proto_reader_free(&j.rd);
+	close(j.sfd);
+	if (j.tfd >= 0)
+		close(j.tfd);
+	/* Back to blocking for the rest of the conversation. */
+	fcntl(cfg.ctl, F_SETFL, fcntl(cfg.ctl, F_GETFL) & ~O_NONBLOCK);
+	if (!err)
+		husk_event(HUSK_EV_JOB_ENDED);
+	return err;
+}

@@ -1,2 +1,364 @@
-/* placeholder */
-int main(void) { return 1; }
+/*
+ * husk-init: the guest's PID 1.
+ *
+ * Brings the read-only guest up far enough to run one job (pseudo
+ * filesystems, a tmpfs /tmp, the console for diagnostics), tells husk
+ * through its control port, connects the vsock control channel and then
+ * follows the conversation of docs/protocol.md: HELLO, JOB, files in, the
+ * job (job.c), EXIT, files out, DONE, power off. Any internal error is sent
+ * as P_ERROR, printed on the console and ends the VM with status 1.
+ *
+ * PID 1 must never return or die (the kernel panics), so every path ends in
+ * power_off(), which does not return.
+ *
+ * `--test-fd N [--workspace DIR]` runs the same conversation on fd N without
+ * any PID 1 duty, so the host can test guest-init through a socketpair.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/random.h>
+#include <linux/vm_sockets.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/io.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/reboot.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "init.h"
+#include "proto.h"
+#include "util.h"
+
+struct init_cfg cfg = { .ctl = -1, .workspace = WORKSPACE };
+static bool have_ports;
+
+uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+void husk_event(uint32_t code)
+{
+	if (have_ports)
+		outl(code, HUSK_PORT_EVENT);
+}
+
+static _Noreturn void power_off(int status)
+{
+	if (cfg.test_mode)
+		exit(status);
+	sync();
+	/* The UART sends from the tty buffer: let the last messages out. */
+	tcdrain(STDERR_FILENO);
+	if (have_ports)
+		outl(status, HUSK_PORT_POWEROFF);
+	/* No port (ioperm failed): reboot=k turns this into an i8042 reset. */
+	reboot(RB_AUTOBOOT);
+	for (;;)
+		pause();
+}
+
+/*
+ * Frames reach husk through the vsock device asynchronously; powering off
+ * right after the last send could stop the VM before they are delivered.
+ * Half-close our side and wait (bounded) for husk to close its side, which
+ * it does once it has read everything.
+ */
+static void await_host_close(void)
+{
+	struct pollfd p = { .fd = cfg.ctl, .events = POLLIN };
+	uint8_t buf[256];
+	int i;
+
+	if (cfg.test_mode || cfg.ctl < 0)
+		return;
+	shutdown(cfg.ctl, SHUT_WR);
+	for (i = 0; i < 100; i++) {
+		if (poll(&p, 1, 50) < 0 && errno != EINTR)
+			return;
+		if ((p.revents & (POLLIN | POLLHUP | POLLERR)) &&
+		    read(cfg.ctl, buf, sizeof(buf)) <= 0)
+			return;
+	}
+}
+
+static _Noreturn void vfatal(bool send, const char *fmt, va_list ap)
+{
+	char msg[600];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	fprintf(stderr, "husk-init: %s\n", msg);
+	if (send && cfg.ctl >= 0)
+		proto_send(cfg.ctl, P_ERROR, msg, strlen(msg));
+	await_host_close();
+	power_off(1);
+}
+
+_Noreturn void fatal(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfatal(true, fmt, ap);
+}
+
+_Noreturn void fatal_quiet(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfatal(false, fmt, ap);
+}
+
+/* ---- PID 1 duties ---- */
+
+static void mount_fs(const char *src, const char *dst, const char *type,
+		     unsigned long flags, const char *opts)
+{
+	mkdir(dst, 0755);	/* usually exists: the root is read-only */
+	/* devtmpfs may already be there (CONFIG_DEVTMPFS_MOUNT). */
+	if (mount(src, dst, type, flags, opts) && errno != EBUSY)
+		fatal("mount %s on %s: %s", type, dst, strerror(errno));
+}
+
+static void console_stdio(void)
+{
+	int fd = open("/dev/console", O_RDWR | O_NOCTTY);
+
+	if (fd < 0)
+		return;	/* no console: diagnostics are lost, the job is not */
+	dup2(fd, 0);
+	dup2(fd, 1);
+	dup2(fd, 2);
+	if (fd > 2)
+		close(fd);
+}
+
+static void pid1_setup(void)
+{
+	mount_fs("devtmpfs", "/dev", "devtmpfs", MS_NOSUID, "mode=0755");
+	console_stdio();
+	mount_fs("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	mount_fs("sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	mount_fs("cgroup2", "/sys/fs/cgroup", "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		 NULL);
+	mount_fs("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=1777");
+	have_ports = ioperm(HUSK_PORT_EVENT, 8, 1) == 0;
+	if (!have_ports)
+		fprintf(stderr, "husk-init: ioperm: %s (no husk events)\n", strerror(errno));
+	husk_event(HUSK_EV_INIT);
+}
+
+static void set_clock(uint64_t ns)
+{
+	struct timespec ts = { ns / 1000000000ull, ns % 1000000000ull };
+
+	if (ns && clock_settime(CLOCK_REALTIME, &ts))
+		fatal("clock_settime: %s", strerror(errno));
+}
+
+static void seed_rng(const uint8_t *seed, size_t len)
+{
+	struct rand_pool_info *info;
+	int fd;
+
+	if (!len)
+		return;
+	info = calloc(1, sizeof(*info) + len + 4);
+	if (!info)
+		fatal("out of memory for the RNG seed");
+	info->entropy_count = len * 8;
+	info->buf_size = len;
+	memcpy(info->buf, seed, len);
+	fd = open("/dev/urandom", O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || ioctl(fd, RNDADDENTROPY, info))
+		fatal("credit the RNG seed to /dev/urandom: %s", strerror(errno));
+	close(fd);
+	free(info);
+}
+
+static void mount_workspace(uint32_t mib)
+{
+	char opts[96];
+
+	snprintf(opts, sizeof(opts), "size=%um,mode=0700,uid=%d,gid=%d", mib, AGENT_UID,
+		 AGENT_GID);
+	mount_fs("tmpfs", WORKSPACE, "tmpfs", MS_NOSUID | MS_NODEV, opts);
+}
+
+static int connect_host(void)
+{
+	struct sockaddr_vm sa = {
+		.svm_family = AF_VSOCK,
+		.svm_cid = VMADDR_CID_HOST,
+		.svm_port = PROTO_VSOCK_PORT,
+	};
+	int fd, tries, err = 0;
+
+	/* The host's listener may come up a moment after the device. */
+	for (tries = 0; tries < 50; tries++) {
+		fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			fatal("vsock socket: %s", strerror(errno));
+		if (!connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
+			return fd;
+		err = errno;
+		close(fd);
+		usleep(20000);
+	}
+	fatal("connect to the host on vsock port %d: %s", PROTO_VSOCK_PORT, strerror(err));
+}
+
+/* ---- the conversation ---- */
+
+static void send_or_die(uint16_t type, const void *p, uint32_t len)
+{
+	if (proto_send(cfg.ctl, type, p, len))
+		fatal_quiet("%s", husk_lasterr());
+}
+
+static void send_tlv(uint16_t type, struct tlv_buf *b)
+{
+	if (b->failed)
+		fatal("out of memory building frame type %u", type);
+	send_or_die(type, b->data, b->len);
+	tlv_free(b);
+}
+
+static void receive_job(struct job_spec *js)
+{
+	struct proto_hdr h;
+	uint8_t *p;
+
+	if (proto_recv(cfg.ctl, &h, &p))
+		fatal("waiting for the job: %s", husk_lasterr());
+	if (h.type == P_ERROR)
+		fatal_quiet("host sent an error: %.*s", (int)(h.len < 300 ? h.len : 300),
+			    p ? (char *)p : "");
+	if (h.type != P_JOB)
+		fatal("expected a job (frame type %u), got frame type %u", P_JOB, h.type);
+	if (job_spec_parse(p, h.len, js))
+		fatal("bad job spec: %s", husk_lasterr());
+	free(p);
+}
+
+static void send_exit(const struct job_result *r)
+{
+	struct tlv_buf b;
+
+	tlv_init(&b);
+	tlv_put_u32(&b, r->exited ? T_EXIT_CODE : T_EXIT_SIGNAL, r->code);
+	tlv_put_u8(&b, T_EXIT_TIMED_OUT, r->timed_out);
+	tlv_put_u64(&b, T_EXIT_USER_US, r->ru.ru_utime.tv_sec * 1000000ull +
+		    r->ru.ru_utime.tv_usec);
+	tlv_put_u64(&b, T_EXIT_SYS_US, r->ru.ru_stime.tv_sec * 1000000ull +
+		    r->ru.ru_stime.tv_usec);
+	tlv_put_u64(&b, T_EXIT_MAXRSS_KIB, r->ru.ru_maxrss);
+	tlv_put_u64(&b, T_EXIT_START_NS, r->start_ns);
+	tlv_put_u64(&b, T_EXIT_END_NS, r->end_ns);
+	send_tlv(P_EXIT, &b);
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: husk-init (as PID 1)\n"
+		"       husk-init --test-fd N [--workspace DIR]\n");
+	exit(2);
+}
+
+static void parse_args(int argc, char **argv)
+{
+	uint64_t fd;
+	int i;
+
+	/* As PID 1 the kernel may pass its own arguments: ignore them all. */
+	if (getpid() == 1)
+		return;
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--test-fd") && i + 1 < argc &&
+		    !parse_u64(argv[++i], 0, 1 << 20, &fd)) {
+			cfg.test_mode = true;
+			cfg.ctl = fd;
+		} else if (!strcmp(argv[i], "--workspace") && i + 1 < argc) {
+			cfg.workspace = argv[++i];
+		} else {
+			usage();
+		}
+	}
+	if (!cfg.test_mode)
+		usage();
+}
+
+int main(int argc, char **argv)
+{
+	struct job_spec js;
+	struct job_result res;
+	struct tlv_buf b;
+	sigset_t chld;
+	int err;
+
+	parse_args(argc, argv);
+	/* SIGCHLD goes to the job loop's signalfd; a dead peer is EPIPE. */
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	if (cfg.test_mode) {
+		fcntl(cfg.ctl, F_SETFD, FD_CLOEXEC);
+		cfg.drop_user = geteuid() == 0;
+		/* Orphans of the job come to us as they would to PID 1. */
+		prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+	} else {
+		pid1_setup();
+		cfg.drop_user = true;
+		cfg.ctl = connect_host();
+	}
+
+	tlv_init(&b);
+	tlv_put_str(&b, T_INIT_VERSION, INIT_VERSION);
+	send_tlv(P_HELLO, &b);
+
+	receive_job(&js);
+	if (!cfg.test_mode) {
+		set_clock(js.clock_ns);
+		seed_rng(js.seed, js.seed_len);
+		mount_workspace(js.workspace_mib);
+		if (sandbox_cgroup_create(&js))
+			fatal("job cgroup: %s", husk_lasterr());
+		cfg.use_cgroup = true;
+	}
+	/* -EIO: the helper already sent its P_ERROR. */
+	err = files_in(&js);
+	if (err == -EIO)
+		fatal_quiet("files in failed (reported to the host)");
+	if (err)
+		fatal("files in: %s", husk_lasterr());
+
+	if (job_run(&js, &res))
+		fatal("running the job: %s", husk_lasterr());
+	send_exit(&res);
+
+	err = files_out(&js);
+	if (err == -EIO)
+		fatal_quiet("files out failed (reported to the host)");
+	if (err)
+		fatal_quiet("files out: %s", husk_lasterr());
+	send_or_die(P_DONE, NULL, 0);
+	job_spec_free(&js);
+	await_host_close();
+	power_off(0);
+}
