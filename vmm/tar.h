@@ -13,7 +13,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
+/* A NULL limits pointer, or 0 in max_bytes/max_entries, means the default. */
 struct tar_limits {
 	uint64_t max_bytes;	/* total file bytes after decompression */
 	uint64_t max_entries;
@@ -29,15 +31,37 @@ typedef int (*tar_out_fn)(void *arg, const void *buf, size_t len);
  * Archive src (a file or a directory tree; symlinks inside are stored as
  * nothing: they are skipped) under the name `name`, gzip'd, through out().
  * Returns 0 or -errno with husk_lasterr() naming the path.
+ *
+ * Details: name NULL or "" means src's last component; src itself must be a
+ * regular file or a directory (a symlink is an error, not followed).
+ * Directories are walked in sorted order (the same tree gives the same
+ * stream), FIFOs, sockets and devices inside are skipped like symlinks.
+ * Headers carry uid/gid 0 and the mtime; modes keep only rwx bits without
+ * group/world write (files | 0600, directories | 0700). Names longer than
+ * ustar allows use a GNU 'L' entry; 1024 bytes and 64 components at most.
+ * out() gets chunks of at most 64 KiB; a negative return aborts with it.
  */
 int tar_create(const char *src, const char *name, tar_out_fn out, void *arg);
 
 struct tar_extract;
-/* Extract into the directory dirfd (not closed by tar_extract_free). */
+/*
+ * Extract into the directory dirfd (not closed by tar_extract_free).
+ * Regular files and directories only; modes are masked as for creation,
+ * mtimes of files restored, ownership is the extracting process's unless
+ * tar_extract_set_owner() says otherwise. Nothing existing is overwritten
+ * (a name that exists is an error), though existing directories are
+ * entered. NULL (with husk_lasterr()) when out of memory.
+ */
 struct tar_extract *tar_extract_new(int dirfd, const struct tar_limits *lim);
+/* Give everything extracted (files, directories, made parents) this owner. */
+int tar_extract_set_owner(struct tar_extract *x, uid_t uid, gid_t gid);
 /* Feed compressed bytes; -errno on the first violation (then stop feeding). */
 int tar_extract_feed(struct tar_extract *x, const void *buf, size_t len);
-/* The stream ended: it must be complete (gzip end, tar end blocks). */
+/*
+ * The stream ended: it must be complete (gzip end, tar end blocks).
+ * On any failure the file being written is removed; entries completed
+ * before it stay for the caller to clean up (extract into a fresh directory).
+ */
 int tar_extract_finish(struct tar_extract *x);
 void tar_extract_free(struct tar_extract *x);
 
