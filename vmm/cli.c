@@ -13,6 +13,7 @@ const char cli_usage[] =
 	"usage: husk COMMAND [OPTIONS]\n"
 	"\n"
 	"Commands:\n"
+	"  run       run a command in a fresh, ephemeral microVM\n"
 	"  boot      boot a kernel in a microVM and print its console\n"
 	"  version   print husk's version\n"
 	"  help      print this help (also: husk --help, husk COMMAND --help)\n";
@@ -20,7 +21,7 @@ const char cli_usage[] =
 const char cli_boot_usage[] =
 	"usage: husk boot --kernel PATH [--initrd PATH] [--cmdline STR] [--mem MiB]\n"
 	"                 [--vcpus N] [--console FILE|-] [--timeout SEC] [--json]\n"
-	"                 [--no-stdin] [--verbose]\n"
+	"                 [--disk PATH] [--rng] [--no-stdin] [--verbose]\n"
 	"\n"
 	"Boot an x86-64 Linux kernel (vmlinux ELF or bzImage) in a fresh microVM and\n"
 	"print its serial console until the guest powers off or reboots. What is\n"
@@ -34,6 +35,8 @@ const char cli_boot_usage[] =
 	"  --vcpus N        virtual CPUs, 1..32 (default 1)\n"
 	"  --console FILE   write the console to FILE instead of stdout ('-')\n"
 	"  --timeout SEC    stop the VM after SEC seconds (default: no limit)\n"
+	"  --disk PATH      raw disk image as a read-only virtio-blk device (/dev/vda)\n"
+	"  --rng            virtio-rng device fed from the host's getrandom()\n"
 	"  --json           print a JSON result record on stdout at the end\n"
 	"  --no-stdin       do not forward stdin to the guest console\n"
 	"  --verbose        debug messages on stderr\n"
@@ -57,6 +60,8 @@ enum cli_command cli_command(int argc, char **argv)
 		return CLI_VERSION;
 	if (!strcmp(c, "boot"))
 		return CLI_BOOT;
+	if (!strcmp(c, "run"))
+		return CLI_RUN;
 	husk_seterr(EINVAL, "unknown command '%s'", c);
 	return CLI_NONE;
 }
@@ -82,7 +87,7 @@ static int need_value(const char *name, const char *val)
 int cli_parse_boot(int argc, char **argv, struct boot_opts *o)
 {
 	enum { O_KERNEL = 256, O_INITRD, O_CMDLINE, O_MEM, O_VCPUS, O_CONSOLE,
-	       O_TIMEOUT, O_JSON, O_VERBOSE, O_HELP, O_NO_STDIN };
+	       O_TIMEOUT, O_JSON, O_VERBOSE, O_HELP, O_NO_STDIN, O_DISK, O_RNG };
 	static const struct option opts[] = {
 		{ "kernel", required_argument, NULL, O_KERNEL },
 		{ "initrd", required_argument, NULL, O_INITRD },
@@ -93,6 +98,8 @@ int cli_parse_boot(int argc, char **argv, struct boot_opts *o)
 		{ "timeout", required_argument, NULL, O_TIMEOUT },
 		{ "json", no_argument, NULL, O_JSON },
 		{ "no-stdin", no_argument, NULL, O_NO_STDIN },
+		{ "disk", required_argument, NULL, O_DISK },
+		{ "rng", no_argument, NULL, O_RNG },
 		{ "verbose", no_argument, NULL, O_VERBOSE },
 		{ "help", no_argument, NULL, O_HELP },
 		{ NULL, 0, NULL, 0 },
@@ -139,6 +146,13 @@ int cli_parse_boot(int argc, char **argv, struct boot_opts *o)
 			break;
 		case O_NO_STDIN:
 			o->no_stdin = true;
+			break;
+		case O_DISK:
+			o->disk = optarg;
+			err = need_value("--disk", optarg);
+			break;
+		case O_RNG:
+			o->rng = true;
 			break;
 		case O_VERBOSE:
 			o->verbose = true;

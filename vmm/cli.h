@@ -14,13 +14,15 @@
 #define CLI_MAX_MEM_MIB (64 * 1024)
 #define CLI_MAX_TIMEOUT_SEC (7 * 24 * 3600)
 
-enum cli_command { CLI_NONE, CLI_HELP, CLI_VERSION, CLI_BOOT };
+enum cli_command { CLI_NONE, CLI_HELP, CLI_VERSION, CLI_BOOT, CLI_RUN };
 
 struct boot_opts {
 	const char *kernel;
 	const char *initrd;
 	const char *cmdline;
 	const char *console;	/* "-" for stdout */
+	const char *disk;	/* read-only virtio-blk image, or NULL */
+	bool rng;		/* virtio-rng */
 	uint64_t mem_mib;
 	unsigned vcpus;
 	uint64_t timeout_sec;	/* 0: none */

@@ -1,8 +1,9 @@
 /*
  * devices_x86: what a guest reaches through port I/O and MMIO exits on a
  * PC-like machine without firmware: COM1 (16550A), the i8042 reset line,
- * husk's control registers, and harmless answers for probes of absent
- * legacy hardware. Runs on vCPU threads; dev_lock serialises device state.
+ * husk's control registers, the virtio-mmio slots (virtio_mmio.c), and
+ * harmless answers for probes of absent legacy hardware. Runs on vCPU
+ * threads; dev_lock serialises the legacy devices' state.
  *
  * husk control registers (port HUSK_CTL_PORT + off, or MMIO
  * HUSK_CTL_MMIO_GPA + off), 32-bit:
@@ -148,8 +149,18 @@ void pio_x86(struct vcpu *v, uint16_t port, bool write, uint8_t *data, unsigned 
 
 void mmio_x86(struct vcpu *v, uint64_t gpa, bool write, uint8_t *data, unsigned len)
 {
+	struct vm *vm = v->vm;
+
 	if (gpa >= HUSK_CTL_MMIO_GPA && gpa - HUSK_CTL_MMIO_GPA < HUSK_CTL_SIZE) {
 		ctl_access(v, gpa - HUSK_CTL_MMIO_GPA, write, data, len);
+		return;
+	}
+	if (gpa >= VIRTIO_MMIO_GPA &&
+	    gpa - VIRTIO_MMIO_GPA < (uint64_t)vm->nr_virtio * VIRTIO_MMIO_SIZE) {
+		uint64_t off = gpa - VIRTIO_MMIO_GPA;
+
+		virtio_mmio_access(vm->virtio[off / VIRTIO_MMIO_SIZE], off % VIRTIO_MMIO_SIZE,
+				   write, data, len);
 		return;
 	}
 	husk_debug("unhandled MMIO %s at 0x%llx (%u bytes)", write ? "write" : "read",

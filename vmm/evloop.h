@@ -13,20 +13,41 @@
 
 typedef void (*evloop_cb)(void *arg, uint32_t events);
 
+/* One registered fd (internal to evloop.c). */
+struct evloop_reg {
+	evloop_cb cb;
+	void *arg;
+	uint32_t gen;		/* bumped on every add/del: stale events are dropped */
+	bool used;
+};
+
 struct evloop {
 	int epfd;
 	int wake_fd;		/* eventfd used to stop the loop */
 	pthread_t thread;
 	bool running;
+	pthread_mutex_t lock;	/* regs vs. evloop_add/del from other threads */
+	struct evloop_reg *regs;	/* indexed by fd */
+	unsigned nregs;
+	bool inited;
 };
 
+/* A zeroed struct evloop is safe to evloop_free() even if init never ran. */
 int evloop_init(struct evloop *el);
-/* events: EPOLLIN/EPOLLOUT...; safe from any thread. */
+/*
+ * events: EPOLLIN/EPOLLOUT...; safe from any thread. An fd deleted from
+ * inside a callback gets no further callbacks, even for events already
+ * collected in the same epoll_wait batch. Deleting from another thread
+ * while that fd's callback runs does not wait for the callback.
+ */
 int evloop_add(struct evloop *el, int fd, uint32_t events, evloop_cb cb, void *arg);
 int evloop_mod(struct evloop *el, int fd, uint32_t events, evloop_cb cb, void *arg);
 int evloop_del(struct evloop *el, int fd);
 int evloop_start(struct evloop *el);
-/* Stop and join the thread; registered fds are not closed. */
+/*
+ * Stop and join the thread; registered fds are not closed. Events already
+ * pending when the stop arrives are dispatched once more before it ends.
+ */
 void evloop_stop(struct evloop *el);
 void evloop_free(struct evloop *el);
 

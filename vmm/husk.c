@@ -19,6 +19,7 @@
 #include "config.h"
 #include "cli.h"
 #include "json.h"
+#include "run.h"
 #include "util.h"
 #include "vm.h"
 
@@ -205,6 +206,8 @@ static int cmd_boot(int argc, char **argv, uint64_t start, uint64_t start_wall)
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.kernel_path = o.kernel;
 	cfg.initrd_path = o.initrd;
+	cfg.rootfs_path = o.disk;
+	cfg.rng = o.rng;
 	cfg.cmdline = o.cmdline;
 	cfg.mem_bytes = o.mem_mib << 20;
 	cfg.nr_vcpus = o.vcpus;
@@ -245,6 +248,38 @@ static int cmd_boot(int argc, char **argv, uint64_t start, uint64_t start_wall)
 	return code;
 }
 
+static int cmd_run(int argc, char **argv, uint64_t start)
+{
+	struct run_opts o;
+	struct run_result r;
+	int code;
+
+	if (cli_parse_run(argc, argv, &o)) {
+		fprintf(stderr, "husk run: %s\nTry 'husk run --help'.\n", husk_lasterr());
+		return EXIT_USAGE;
+	}
+	if (o.help) {
+		fputs(cli_run_usage, stdout);
+		return 0;
+	}
+	husk_verbose = o.verbose;
+	block_signals();
+	code = run_job(&o, start, &r);
+	if (r.error[0])
+		husk_msg("%s", r.error);
+	else if (r.timed_out)
+		husk_msg("job timed out after %llu s and was killed",
+			 (unsigned long long)o.timeout_sec);
+	if (o.verbose)
+		husk_msg("timings_us first_kvm_run=%lld init=%lld job_start=%lld job_end=%lld "
+			 "vm_exit=%lld teardown=%lld", (long long)r.t_first_run,
+			 (long long)r.t_init, (long long)r.t_job_start, (long long)r.t_job_end,
+			 (long long)r.t_exit, (long long)r.t_teardown);
+	if (o.json)
+		run_print_json(&r);
+	return code;
+}
+
 int main(int argc, char **argv)
 {
 	uint64_t start = now_us(), start_wall = wall_us();
@@ -258,6 +293,8 @@ int main(int argc, char **argv)
 		return 0;
 	case CLI_BOOT:
 		return cmd_boot(argc - 1, argv + 1, start, start_wall);
+	case CLI_RUN:
+		return cmd_run(argc - 1, argv + 1, start);
 	default:
 		fprintf(stderr, "husk: %s\n\n%s", husk_lasterr(), cli_usage);
 		return EXIT_USAGE;

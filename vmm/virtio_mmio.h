@@ -33,6 +33,20 @@
 struct virtio_dev;
 struct vm;
 
+#define VIRTIO_F_INDIRECT_DESC 28	/* vq_pop() walks indirect tables */
+
+/* Device status bits (virtio 1.x, 2.1). */
+#define VIRTIO_STATUS_ACKNOWLEDGE 1
+#define VIRTIO_STATUS_DRIVER 2
+#define VIRTIO_STATUS_DRIVER_OK 4
+#define VIRTIO_STATUS_FEATURES_OK 8
+#define VIRTIO_STATUS_NEEDS_RESET 0x40
+#define VIRTIO_STATUS_FAILED 0x80
+
+/* InterruptStatus bits. */
+#define VIRTIO_INT_USED 1
+#define VIRTIO_INT_CONFIG 2
+
 struct virtio_dev_ops {
 	const char *name;
 	uint32_t device_id;
@@ -43,13 +57,21 @@ struct virtio_dev_ops {
 	/* Config space access (off + len within config_len), vCPU thread. */
 	void (*read_config)(struct virtio_dev *d, uint32_t off, void *data, unsigned len);
 	void (*write_config)(struct virtio_dev *d, uint32_t off, const void *data, unsigned len);
-	/* Driver set DRIVER_OK: queues are valid from now on (event-loop thread). */
+	/*
+	 * Driver set DRIVER_OK: queues are valid from now on (event-loop thread).
+	 * Right after it, notify() is called once for every ready queue, since
+	 * the driver may have posted buffers before DRIVER_OK.
+	 */
 	void (*activate)(struct virtio_dev *d);
 	/* Queue q has new buffers (event-loop thread). */
 	void (*notify)(struct virtio_dev *d, unsigned q);
 	/* Driver reset the device; drop all queue state (vCPU thread). */
 	void (*reset)(struct virtio_dev *d);
-	/* VM teardown, after the event loop stopped: close fds, free priv. */
+	/*
+	 * VM teardown, after the event loop stopped: close fds, free priv (and
+	 * the struct virtio_dev if the backend allocated it: the transport does
+	 * not touch d after this returns).
+	 */
 	void (*destroy)(struct virtio_dev *d);
 };
 
@@ -63,7 +85,13 @@ struct virtio_dev {
 	int irqfd;			/* eventfd wired with KVM_IRQFD */
 	int notify_fd[VIRTIO_MMIO_MAX_QUEUES];	/* ioeventfds on QueueNotify */
 
-	pthread_mutex_t lock;		/* register state vs. the event loop */
+	/*
+	 * Register state vs. the event loop. Recursive; held by the transport
+	 * around read/write_config, reset (vCPU thread) and activate, notify
+	 * (loop thread). A backend that touches its queues from its own fd
+	 * callbacks should take it too, so a reset cannot run in between.
+	 */
+	pthread_mutex_t lock;
 	uint32_t status;
 	uint32_t dev_features_sel, drv_features_sel, queue_sel;
 	uint64_t driver_features;
@@ -71,6 +99,16 @@ struct virtio_dev {
 	uint32_t config_generation;
 	bool broken;
 	struct virtqueue vq[VIRTIO_MMIO_MAX_QUEUES];
+
+	/* Transport internals. */
+	int work_fd;			/* eventfd: run activate() on the loop */
+	bool activate_pending, activated;
+	bool features_bad;		/* driver wrote bits beyond the 64 offered */
+	unsigned broken_reports;	/* driver errors reported on stderr */
+	struct virtio_qctx {
+		struct virtio_dev *d;
+		unsigned q;
+	} qctx[VIRTIO_MMIO_MAX_QUEUES];
 };
 
 /*
@@ -87,5 +125,11 @@ void virtio_mmio_access(struct virtio_dev *d, uint64_t off, bool write, uint8_t 
 void virtio_notify_used(struct virtio_dev *d, unsigned q);
 /* The driver misbehaved: set DEVICE_NEEDS_RESET, tell it, stop using the queues. */
 void virtio_set_broken(struct virtio_dev *d, const char *why);
+/* The device changed its config space: bump ConfigGeneration, interrupt. */
+void virtio_config_changed(struct virtio_dev *d);
+/* Teardown (after the event loop stopped): transport fds, then ops->destroy. */
+void virtio_mmio_destroy(struct virtio_dev *d);
+/* The IRQ of slot n (the legacy ISA lines COM1 and the RTC do not use). */
+unsigned virtio_mmio_irq(unsigned slot);
 
 #endif

@@ -20,6 +20,9 @@
 #include "layout_x86.h"
 #include "mptable_x86.h"
 #include "util.h"
+#include "virtio_blk.h"
+#include "virtio_rng.h"
+#include "virtio_vsock.h"
 #include "vm.h"
 
 #define VCPU_KICK_SIGNAL SIGUSR1
@@ -150,6 +153,8 @@ static int load_guest(struct vm *vm, const struct vm_config *cfg)
 
 	cmdline_init(&cl, cmdbuf, vm->kernel.cmdline_max);
 	err = cmdline_append(&cl, CMDLINE_BASE);
+	if (!err && vm->dev_cmdline[0])
+		err = cmdline_append(&cl, vm->dev_cmdline + 1);	/* skip the leading space */
 	if (!err && cfg->cmdline)
 		err = cmdline_append(&cl, cfg->cmdline);
 	if (err)
@@ -161,6 +166,20 @@ static int load_guest(struct vm *vm, const struct vm_config *cfg)
 		err = boot_tables_write_x86(&vm->mem);
 	husk_debug("kernel entry 0x%llx, cmdline \"%s\"",
 		   (unsigned long long)vm->kernel.entry, cmdbuf);
+	return err;
+}
+
+/* virtio-mmio devices; before load_guest, which announces them on the cmdline. */
+static int create_devices(struct vm *vm, const struct vm_config *cfg)
+{
+	int err = 0;
+
+	if (cfg->rootfs_path)
+		err = virtio_blk_create(vm, cfg->rootfs_path, true);
+	if (!err && cfg->rng)
+		err = virtio_rng_create(vm);
+	if (!err && cfg->vsock_uds)
+		err = virtio_vsock_create(vm, cfg->guest_cid, cfg->vsock_uds);
 	return err;
 }
 
@@ -216,6 +235,9 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, uint64_t start_us)
 	pthread_mutex_init(&vm->dev_lock, NULL);
 	pthread_mutex_init(&vm->stop_lock, NULL);
 	console_init(&vm->console, cfg->console_fd);
+	err = evloop_init(&vm->loop);
+	if (err)
+		return err;
 
 	if (cfg->nr_vcpus < 1 || cfg->nr_vcpus > VM_MAX_VCPUS)
 		return husk_seterr(EINVAL, "vCPU count %u is outside 1..%d",
@@ -236,6 +258,8 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, uint64_t start_us)
 		err = gmem_alloc(&vm->mem, cfg->mem_bytes);
 	if (!err)
 		err = set_memory(vm);
+	if (!err)
+		err = create_devices(vm, cfg);
 	if (!err)
 		err = load_guest(vm, cfg);
 	if (!err)
@@ -430,6 +454,12 @@ int vm_start(struct vm *vm)
 	sa.sa_handler = kick_handler;	/* no SA_RESTART: KVM_RUN returns EINTR */
 	sigaction(VCPU_KICK_SIGNAL, &sa, NULL);
 
+	/* Devices serve queues from the first notification on. */
+	err = evloop_start(&vm->loop);
+	if (err) {
+		vm_stop(vm, VM_STOP_HOST_ERROR, 0, "%s", husk_lasterr());
+		return err;
+	}
 	for (i = 0; i < vm->nr_vcpus; i++) {
 		struct vcpu *v = &vm->vcpus[i];
 
@@ -458,6 +488,12 @@ void vm_destroy(struct vm *vm)
 		if (v->fd >= 0)
 			close(v->fd);
 	}
+	/* No vCPU runs now; stop the loop before devices free what it serves. */
+	evloop_stop(&vm->loop);
+	for (i = 0; i < vm->nr_virtio; i++)
+		virtio_mmio_destroy(vm->virtio[i]);
+	vm->nr_virtio = 0;
+	evloop_free(&vm->loop);
 	console_flush(&vm->console);
 	if (vm->fd >= 0)
 		close(vm->fd);

@@ -1,6 +1,513 @@
-/* placeholder */
+/*
+ * Unit tests for the virtio-mmio transport's register file, driven through
+ * virtio_mmio_access() like a guest driver would, with a fake backend that
+ * counts its callbacks. The VM has no KVM fd, so no irqfd/ioeventfd exist:
+ * notifications and activation run synchronously and interrupts show only in
+ * InterruptStatus.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "virtio_mmio.h"
+#include "vm.h"
 #include "suites.h"
+
+#define RAM_SIZE (1u << 20)
+#define DESC_GPA 0x1000u
+#define AVAIL_GPA 0x2000u
+#define USED_GPA 0x3000u
+
+#define REG_MAGIC 0x000
+#define REG_VERSION 0x004
+#define REG_DEVICE_ID 0x008
+#define REG_VENDOR_ID 0x00c
+#define REG_DEV_FEATURES 0x010
+#define REG_DEV_FEATURES_SEL 0x014
+#define REG_DRV_FEATURES 0x020
+#define REG_DRV_FEATURES_SEL 0x024
+#define REG_QUEUE_SEL 0x030
+#define REG_QUEUE_NUM_MAX 0x034
+#define REG_QUEUE_NUM 0x038
+#define REG_QUEUE_READY 0x044
+#define REG_QUEUE_NOTIFY 0x050
+#define REG_INT_STATUS 0x060
+#define REG_INT_ACK 0x064
+#define REG_STATUS 0x070
+#define REG_QUEUE_DESC_LO 0x080
+#define REG_QUEUE_DESC_HI 0x084
+#define REG_QUEUE_DRIVER_LO 0x090
+#define REG_QUEUE_DEVICE_LO 0x0a0
+#define REG_SHM_LEN_LO 0x0b0
+#define REG_CONFIG_GEN 0x0fc
+#define REG_CONFIG 0x100
+
+#define FAKE_FEATURES (1ull << 3 | 1ull << 35)
+
+static uint8_t *ram;
+static struct vm *vm;
+static struct virtio_dev dev;
+static struct {
+	unsigned activate, reset, read_config, write_config, destroy;
+	unsigned notify[VIRTIO_MMIO_MAX_QUEUES];
+	uint8_t config[12];
+} fake;
+
+static void fake_read_config(struct virtio_dev *d, uint32_t off, void *data, unsigned len)
+{
+	fake.read_config++;
+	memcpy(data, fake.config + off, len);
+}
+
+static void fake_write_config(struct virtio_dev *d, uint32_t off, const void *data,
+			      unsigned len)
+{
+	fake.write_config++;
+	memcpy(fake.config + off, data, len);
+}
+
+static void fake_activate(struct virtio_dev *d)
+{
+	fake.activate++;
+}
+
+static void fake_notify(struct virtio_dev *d, unsigned q)
+{
+	fake.notify[q]++;
+}
+
+static void fake_reset(struct virtio_dev *d)
+{
+	fake.reset++;
+}
+
+static void fake_destroy(struct virtio_dev *d)
+{
+	fake.destroy++;
+}
+
+static const struct virtio_dev_ops fake_ops = {
+	.name = "fake",
+	.device_id = VIRTIO_ID_RNG,
+	.features = FAKE_FEATURES,
+	.num_queues = 2,
+	.queue_max = 64,
+	.config_len = sizeof(fake.config),
+	.read_config = fake_read_config,
+	.write_config = fake_write_config,
+	.activate = fake_activate,
+	.notify = fake_notify,
+	.reset = fake_reset,
+	.destroy = fake_destroy,
+};
+
+static void setup(void)
+{
+	unsigned i;
+
+	memset(&fake, 0, sizeof(fake));
+	for (i = 0; i < sizeof(fake.config); i++)
+		fake.config[i] = 0xa0 + i;
+	ram = calloc(1, RAM_SIZE);
+	vm = calloc(1, sizeof(*vm));
+	ck_assert_ptr_nonnull(ram);
+	ck_assert_ptr_nonnull(vm);
+	vm->fd = -1;
+	gmem_init_buffer(&vm->mem, ram, RAM_SIZE);
+	ck_assert_int_eq(virtio_mmio_add(vm, &dev, &fake_ops, &fake), 0);
+}
+
+static void teardown(void)
+{
+	free(vm);
+	free(ram);
+}
+
+static uint32_t rd(uint64_t off)
+{
+	uint32_t v;
+
+	virtio_mmio_access(&dev, off, false, (uint8_t *)&v, 4);
+	return v;
+}
+
+static void wr(uint64_t off, uint32_t v)
+{
+	virtio_mmio_access(&dev, off, true, (uint8_t *)&v, 4);
+}
+
+/* ACKNOWLEDGE, DRIVER, features with VERSION_1 (plus extra), FEATURES_OK. */
+static uint32_t negotiate(uint64_t extra)
+{
+	uint64_t f = 1ull << VIRTIO_F_VERSION_1 | extra;
+
+	wr(REG_STATUS, VIRTIO_STATUS_ACKNOWLEDGE);
+	wr(REG_STATUS, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER);
+	wr(REG_DRV_FEATURES_SEL, 0);
+	wr(REG_DRV_FEATURES, (uint32_t)f);
+	wr(REG_DRV_FEATURES_SEL, 1);
+	wr(REG_DRV_FEATURES, f >> 32);
+	wr(REG_STATUS, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER |
+	   VIRTIO_STATUS_FEATURES_OK);
+	return rd(REG_STATUS);
+}
+
+static void setup_queue(unsigned q, uint32_t num, uint64_t desc)
+{
+	wr(REG_QUEUE_SEL, q);
+	wr(REG_QUEUE_NUM, num);
+	wr(REG_QUEUE_DESC_LO, (uint32_t)desc);
+	wr(REG_QUEUE_DESC_HI, desc >> 32);
+	wr(REG_QUEUE_DRIVER_LO, AVAIL_GPA + 0x400 * q);
+	wr(REG_QUEUE_DEVICE_LO, USED_GPA + 0x800 * q);
+	wr(REG_QUEUE_READY, 1);
+}
+
+static void driver_ok(void)
+{
+	ck_assert(negotiate(0) & VIRTIO_STATUS_FEATURES_OK);
+	setup_queue(0, 64, DESC_GPA);
+	wr(REG_STATUS, rd(REG_STATUS) | VIRTIO_STATUS_DRIVER_OK);
+}
+
+START_TEST(identity_registers)
+{
+	ck_assert_uint_eq(rd(REG_MAGIC), 0x74726976);
+	ck_assert_uint_eq(rd(REG_VERSION), 2);
+	ck_assert_uint_eq(rd(REG_DEVICE_ID), VIRTIO_ID_RNG);
+	ck_assert_uint_eq(rd(REG_VENDOR_ID), 0x4b535548);
+	ck_assert_uint_eq(rd(REG_SHM_LEN_LO), 0xffffffffu);
+	ck_assert_uint_eq(dev.base, 0xd0000000ull);
+	ck_assert_uint_eq(dev.irq, 5);
+}
+END_TEST
+
+START_TEST(cmdline_and_slots)
+{
+	struct virtio_dev more[VIRTIO_MMIO_MAX_DEVICES];
+	unsigned i;
+
+	ck_assert_str_eq(vm->dev_cmdline, " virtio_mmio.device=4K@0xd0000000:5");
+	ck_assert_int_eq(virtio_mmio_add(vm, &more[0], &fake_ops, NULL), 0);
+	ck_assert_str_eq(vm->dev_cmdline, " virtio_mmio.device=4K@0xd0000000:5"
+			 " virtio_mmio.device=4K@0xd0001000:6");
+	for (i = 1; i < VIRTIO_MMIO_MAX_DEVICES - 1; i++)
+		ck_assert_int_eq(virtio_mmio_add(vm, &more[i], &fake_ops, NULL), 0);
+	ck_assert_uint_eq(more[VIRTIO_MMIO_MAX_DEVICES - 2].irq, 14);
+	ck_assert_int_eq(virtio_mmio_add(vm, &more[i], &fake_ops, NULL), -ENOSPC);
+	ck_assert_uint_eq(vm->nr_virtio, VIRTIO_MMIO_MAX_DEVICES);
+	ck_assert_uint_eq(virtio_mmio_irq(2), 7);
+	ck_assert_uint_eq(virtio_mmio_irq(3), 9);
+}
+END_TEST
+
+START_TEST(device_feature_selects)
+{
+	wr(REG_DEV_FEATURES_SEL, 0);
+	ck_assert_uint_eq(rd(REG_DEV_FEATURES), (uint32_t)FAKE_FEATURES);
+	wr(REG_DEV_FEATURES_SEL, 1);
+	ck_assert_uint_eq(rd(REG_DEV_FEATURES), 1u << (VIRTIO_F_VERSION_1 - 32) | 1u << 3);
+	wr(REG_DEV_FEATURES_SEL, 2);
+	ck_assert_uint_eq(rd(REG_DEV_FEATURES), 0);
+}
+END_TEST
+
+START_TEST(features_ok_accepted)
+{
+	ck_assert(negotiate(FAKE_FEATURES) & VIRTIO_STATUS_FEATURES_OK);
+	ck_assert_uint_eq(dev.driver_features, FAKE_FEATURES | 1ull << VIRTIO_F_VERSION_1);
+	/* Frozen once FEATURES_OK is set. */
+	wr(REG_DRV_FEATURES_SEL, 0);
+	wr(REG_DRV_FEATURES, 0);
+	ck_assert_uint_eq(dev.driver_features, FAKE_FEATURES | 1ull << VIRTIO_F_VERSION_1);
+}
+END_TEST
+
+START_TEST(features_ok_refused_without_version_1)
+{
+	wr(REG_STATUS, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER);
+	wr(REG_DRV_FEATURES_SEL, 0);
+	wr(REG_DRV_FEATURES, 1u << 3);
+	wr(REG_STATUS, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER |
+	   VIRTIO_STATUS_FEATURES_OK);
+	ck_assert(!(rd(REG_STATUS) & VIRTIO_STATUS_FEATURES_OK));
+	ck_assert_uint_eq(rd(REG_STATUS), VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER);
+}
+END_TEST
+
+START_TEST(features_ok_refused_for_unoffered_bit)
+{
+	ck_assert(!(negotiate(1ull << 4) & VIRTIO_STATUS_FEATURES_OK));
+}
+END_TEST
+
+START_TEST(features_ok_refused_for_bits_beyond_64)
+{
+	wr(REG_DRV_FEATURES_SEL, 2);
+	wr(REG_DRV_FEATURES, 1);
+	ck_assert(!(negotiate(0) & VIRTIO_STATUS_FEATURES_OK));
+}
+END_TEST
+
+START_TEST(driver_ok_without_features_ok_breaks)
+{
+	wr(REG_STATUS, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER |
+	   VIRTIO_STATUS_DRIVER_OK);
+	ck_assert(rd(REG_STATUS) & VIRTIO_STATUS_NEEDS_RESET);
+	ck_assert(dev.broken);
+	ck_assert_uint_eq(fake.activate, 0);
+}
+END_TEST
+
+START_TEST(queue_config_and_ready)
+{
+	wr(REG_QUEUE_SEL, 0);
+	ck_assert_uint_eq(rd(REG_QUEUE_NUM_MAX), 64);
+	wr(REG_QUEUE_SEL, 1);
+	ck_assert_uint_eq(rd(REG_QUEUE_NUM_MAX), 64);
+	wr(REG_QUEUE_SEL, 2);
+	ck_assert_uint_eq(rd(REG_QUEUE_NUM_MAX), 0);
+	ck_assert_uint_eq(rd(REG_QUEUE_READY), 0);
+
+	negotiate(0);
+	setup_queue(1, 32, DESC_GPA + 0x800);
+	ck_assert_uint_eq(rd(REG_QUEUE_READY), 1);
+	ck_assert(dev.vq[1].ready);
+	ck_assert_uint_eq(dev.vq[1].size, 32);
+	ck_assert_uint_eq(dev.vq[1].desc_gpa, DESC_GPA + 0x800);
+	ck_assert_uint_eq(dev.vq[1].avail_gpa, AVAIL_GPA + 0x400);
+	ck_assert_uint_eq(dev.vq[1].used_gpa, USED_GPA + 0x800);
+	ck_assert_ptr_eq(dev.vq[1].mem, &vm->mem);
+	/* Frozen while ready. */
+	wr(REG_QUEUE_NUM, 16);
+	wr(REG_QUEUE_DESC_LO, 0x5000);
+	ck_assert_uint_eq(dev.vq[1].size, 32);
+	ck_assert_uint_eq(dev.vq[1].desc_gpa, DESC_GPA + 0x800);
+	/* Disable: configurable again. */
+	wr(REG_QUEUE_READY, 0);
+	ck_assert_uint_eq(rd(REG_QUEUE_READY), 0);
+	wr(REG_QUEUE_NUM, 16);
+	ck_assert_uint_eq(dev.vq[1].size, 16);
+	ck_assert(!dev.broken);
+}
+END_TEST
+
+START_TEST(queue_outside_ram_breaks)
+{
+	negotiate(0);
+	setup_queue(0, 64, RAM_SIZE - 0x100);
+	ck_assert_uint_eq(rd(REG_QUEUE_READY), 0);
+	ck_assert(dev.broken);
+	ck_assert(rd(REG_STATUS) & VIRTIO_STATUS_NEEDS_RESET);
+}
+END_TEST
+
+START_TEST(queue_bigger_than_max_breaks)
+{
+	negotiate(0);
+	setup_queue(0, 128, DESC_GPA);
+	ck_assert_uint_eq(rd(REG_QUEUE_READY), 0);
+	ck_assert(dev.broken);
+}
+END_TEST
+
+START_TEST(queue_size_not_power_of_2_breaks)
+{
+	negotiate(0);
+	setup_queue(0, 48, DESC_GPA);
+	ck_assert_uint_eq(rd(REG_QUEUE_READY), 0);
+	ck_assert(dev.broken);
+}
+END_TEST
+
+START_TEST(driver_ok_activates_and_notifies)
+{
+	driver_ok();
+	ck_assert(rd(REG_STATUS) & VIRTIO_STATUS_DRIVER_OK);
+	ck_assert_uint_eq(fake.activate, 1);
+	/* One catch-up notify for the ready queue 0, none for unready queue 1. */
+	ck_assert_uint_eq(fake.notify[0], 1);
+	ck_assert_uint_eq(fake.notify[1], 0);
+	wr(REG_QUEUE_NOTIFY, 0);
+	ck_assert_uint_eq(fake.notify[0], 2);
+	wr(REG_QUEUE_NOTIFY, 1);	/* not ready */
+	wr(REG_QUEUE_NOTIFY, 7);	/* no such queue */
+	ck_assert_uint_eq(fake.notify[1], 0);
+	ck_assert_uint_eq(fake.notify[0], 2);
+}
+END_TEST
+
+START_TEST(notify_before_driver_ok_ignored)
+{
+	negotiate(0);
+	setup_queue(0, 64, DESC_GPA);
+	wr(REG_QUEUE_NOTIFY, 0);
+	ck_assert_uint_eq(fake.notify[0], 0);
+}
+END_TEST
+
+START_TEST(reset_clears_state)
+{
+	driver_ok();
+	virtio_notify_used(&dev, 0);
+	ck_assert_uint_ne(rd(REG_INT_STATUS), 0);
+	wr(REG_STATUS, 0);
+	ck_assert_uint_eq(fake.reset, 1);
+	ck_assert_uint_eq(rd(REG_STATUS), 0);
+	ck_assert_uint_eq(rd(REG_INT_STATUS), 0);
+	ck_assert_uint_eq(dev.driver_features, 0);
+	wr(REG_QUEUE_SEL, 0);
+	ck_assert_uint_eq(rd(REG_QUEUE_READY), 0);
+	ck_assert_uint_eq(dev.vq[0].desc_gpa, 0);
+	ck_assert_uint_eq(dev.vq[0].avail_gpa, 0);
+	ck_assert_uint_eq(dev.vq[0].used_gpa, 0);
+	ck_assert_uint_eq(dev.vq[0].last_avail, 0);
+	ck_assert_uint_eq(dev.vq[0].size, 64);
+	wr(REG_QUEUE_NOTIFY, 0);
+	ck_assert_uint_eq(fake.notify[0], 1);	/* only the catch-up one from before */
+}
+END_TEST
+
+START_TEST(reset_clears_broken)
+{
+	negotiate(0);
+	setup_queue(0, 64, RAM_SIZE);
+	ck_assert(dev.broken);
+	wr(REG_STATUS, 0);
+	ck_assert(!dev.broken);
+	ck_assert_uint_eq(rd(REG_STATUS), 0);
+	driver_ok();
+	ck_assert_uint_eq(fake.activate, 1);
+}
+END_TEST
+
+START_TEST(needs_reset_sticky)
+{
+	driver_ok();
+	virtio_set_broken(&dev, "test");
+	ck_assert(rd(REG_STATUS) & VIRTIO_STATUS_NEEDS_RESET);
+	/* The driver cannot clear it by rewriting the status... */
+	wr(REG_STATUS, VIRTIO_STATUS_ACKNOWLEDGE);
+	ck_assert(rd(REG_STATUS) & VIRTIO_STATUS_NEEDS_RESET);
+	/* ...the device told it through a config interrupt, and stops serving. */
+	ck_assert(rd(REG_INT_STATUS) & VIRTIO_INT_CONFIG);
+	wr(REG_QUEUE_NOTIFY, 0);
+	ck_assert_uint_eq(fake.notify[0], 1);
+}
+END_TEST
+
+START_TEST(config_space_bounds)
+{
+	uint8_t b[8];
+	uint64_t q;
+	uint16_t w;
+
+	virtio_mmio_access(&dev, REG_CONFIG + 1, false, b, 1);
+	ck_assert_uint_eq(b[0], 0xa1);
+	virtio_mmio_access(&dev, REG_CONFIG + 2, false, (uint8_t *)&w, 2);
+	ck_assert_uint_eq(w, 0xa3a2);
+	virtio_mmio_access(&dev, REG_CONFIG + 4, false, (uint8_t *)&q, 8);
+	ck_assert_uint_eq(q, 0xabaaa9a8a7a6a5a4ull);
+	ck_assert_uint_eq(fake.read_config, 3);
+	/* Crossing the end of the 12-byte space: zeros, backend not asked. */
+	memset(b, 0x55, sizeof(b));
+	virtio_mmio_access(&dev, REG_CONFIG + 8, false, b, 8);
+	ck_assert_uint_eq(b[0], 0);
+	ck_assert_uint_eq(b[7], 0);
+	virtio_mmio_access(&dev, REG_CONFIG + 0x200, false, b, 4);
+	ck_assert_uint_eq(b[0], 0);
+	ck_assert_uint_eq(fake.read_config, 3);
+	/* Odd width: refused. */
+	virtio_mmio_access(&dev, REG_CONFIG, false, b, 3);
+	ck_assert_uint_eq(fake.read_config, 3);
+	/* Writes within go to the backend, beyond are dropped. */
+	b[0] = 0x11;
+	virtio_mmio_access(&dev, REG_CONFIG + 11, true, b, 1);
+	ck_assert_uint_eq(fake.config[11], 0x11);
+	virtio_mmio_access(&dev, REG_CONFIG + 11, true, b, 2);
+	ck_assert_uint_eq(fake.write_config, 1);
+}
+END_TEST
+
+START_TEST(interrupt_status_and_ack)
+{
+	uint16_t *avail_flags = (uint16_t *)(ram + AVAIL_GPA);
+
+	driver_ok();
+	ck_assert_uint_eq(rd(REG_INT_STATUS), 0);
+	virtio_notify_used(&dev, 0);
+	ck_assert_uint_eq(rd(REG_INT_STATUS), VIRTIO_INT_USED);
+	virtio_config_changed(&dev);
+	ck_assert_uint_eq(rd(REG_INT_STATUS), VIRTIO_INT_USED | VIRTIO_INT_CONFIG);
+	ck_assert_uint_eq(rd(REG_CONFIG_GEN), 1);
+	wr(REG_INT_ACK, VIRTIO_INT_USED);
+	ck_assert_uint_eq(rd(REG_INT_STATUS), VIRTIO_INT_CONFIG);
+	wr(REG_INT_ACK, VIRTIO_INT_CONFIG);
+	ck_assert_uint_eq(rd(REG_INT_STATUS), 0);
+	/* The driver suppressed interrupts: none raised. */
+	*avail_flags = 1;
+	virtio_notify_used(&dev, 0);
+	ck_assert_uint_eq(rd(REG_INT_STATUS), 0);
+	/* Queue 1 is not ready: nothing either. */
+	*avail_flags = 0;
+	virtio_notify_used(&dev, 1);
+	ck_assert_uint_eq(rd(REG_INT_STATUS), 0);
+}
+END_TEST
+
+START_TEST(register_width_enforced)
+{
+	uint8_t b[2] = { 0x12, 0x34 };
+	uint16_t w = 0xffff;
+
+	virtio_mmio_access(&dev, REG_MAGIC, false, (uint8_t *)&w, 2);
+	ck_assert_uint_eq(w, 0);
+	virtio_mmio_access(&dev, REG_STATUS, true, b, 1);
+	ck_assert_uint_eq(rd(REG_STATUS), 0);
+	/* Unaligned 32-bit access inside the register file. */
+	virtio_mmio_access(&dev, REG_STATUS + 1, true, (uint8_t *)&w, 4);
+	ck_assert_uint_eq(rd(REG_STATUS), 0);
+	/* Reads of write-only or unknown registers are zero. */
+	ck_assert_uint_eq(rd(REG_QUEUE_NOTIFY), 0);
+	ck_assert_uint_eq(rd(0x0f0), 0);
+}
+END_TEST
+
+START_TEST(destroy_calls_backend)
+{
+	virtio_mmio_destroy(&dev);
+	ck_assert_uint_eq(fake.destroy, 1);
+}
+END_TEST
+
 Suite *virtio_mmio_suite(void)
 {
-	return suite_create("virtio_mmio");
+	Suite *s = suite_create("virtio_mmio");
+	TCase *t = tcase_create("registers");
+
+	tcase_add_checked_fixture(t, setup, teardown);
+	tcase_add_test(t, identity_registers);
+	tcase_add_test(t, cmdline_and_slots);
+	tcase_add_test(t, device_feature_selects);
+	tcase_add_test(t, features_ok_accepted);
+	tcase_add_test(t, features_ok_refused_without_version_1);
+	tcase_add_test(t, features_ok_refused_for_unoffered_bit);
+	tcase_add_test(t, features_ok_refused_for_bits_beyond_64);
+	tcase_add_test(t, driver_ok_without_features_ok_breaks);
+	tcase_add_test(t, queue_config_and_ready);
+	tcase_add_test(t, queue_outside_ram_breaks);
+	tcase_add_test(t, queue_bigger_than_max_breaks);
+	tcase_add_test(t, queue_size_not_power_of_2_breaks);
+	tcase_add_test(t, driver_ok_activates_and_notifies);
+	tcase_add_test(t, notify_before_driver_ok_ignored);
+	tcase_add_test(t, reset_clears_state);
+	tcase_add_test(t, reset_clears_broken);
+	tcase_add_test(t, needs_reset_sticky);
+	tcase_add_test(t, config_space_bounds);
+	tcase_add_test(t, interrupt_status_and_ack);
+	tcase_add_test(t, register_width_enforced);
+	tcase_add_test(t, destroy_calls_backend);
+	suite_add_tcase(s, t);
+	return s;
 }
