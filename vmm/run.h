@@ -1,4 +1,41 @@
-/* run: placeholder. */
+/*
+ * run: `husk run`: boot a fresh VM from the kernel and read-only root image,
+ * hand guest-init the job over the vsock control channel, stream the job's
+ * stdout/stderr to husk's own, move files in and out, and report how the job
+ * ended. The VM is destroyed on every path out.
+ */
 #ifndef HUSK_RUN_H
 #define HUSK_RUN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cli_run.h"
+#include "vm.h"
+
+#define RUN_EXIT_TIMEOUT 124
+#define RUN_EXIT_FAILURE 125
+#define RUN_GUEST_CID 3
+#define RUN_CMDLINE "root=/dev/vda ro rootfstype=ext4 init=/sbin/init quiet"
+
+struct run_result {
+	int exit_code;			/* what husk exits with */
+	bool job_started, job_exited, timed_out;
+	int job_code;			/* valid when the job exited */
+	int job_signal;			/* > 0 when a signal killed it */
+	uint64_t user_us, sys_us, maxrss_kib;
+	uint64_t stdout_bytes, stderr_bytes;
+	bool files_committed;
+	enum vm_stop_reason reason;
+	char error[512];		/* why husk or the VM failed, if it did */
+	/* Microseconds since process start; -1 when a phase was not reached. */
+	int64_t t_first_run, t_init, t_job_start, t_job_end, t_exit, t_teardown;
+	uint64_t start_epoch_us;
+};
+
+/* Run the job; fills r and returns husk's exit status. */
+int run_job(const struct run_opts *o, uint64_t start_us, struct run_result *r);
+/* The --json record. */
+void run_print_json(const struct run_result *r);
+
 #endif

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_run.h"
 #include "cmdline.h"
 #include "util.h"
 #include "suites.h"
@@ -103,6 +104,7 @@ END_TEST
 START_TEST(command_boot)
 {
 	ck_assert_int_eq(CMD("boot"), CLI_BOOT);
+	ck_assert_int_eq(CMD("run"), CLI_RUN);
 	ck_assert_int_eq(CMD("boot", "--kernel", "k"), CLI_BOOT);
 }
 END_TEST
@@ -393,6 +395,103 @@ START_TEST(boot_json_needs_console_file)
 }
 END_TEST
 
+/* ----------------------------------------------------------------- run -- */
+
+static struct run_opts ro;
+
+static int parse_run(const char *const *args)
+{
+	int argc = make_argv(args);
+
+	return cli_parse_run(argc, argv_buf, &ro);
+}
+
+#define RUN(...) parse_run((const char *const[]){ "run", __VA_ARGS__, NULL })
+
+START_TEST(run_minimal_defaults)
+{
+	ck_assert_int_eq(RUN("--", "sh", "-c", "exit 3"), 0);
+	ck_assert_int_eq(ro.argc, 3);
+	ck_assert_str_eq(ro.argv[0], "sh");
+	ck_assert_str_eq(ro.argv[2], "exit 3");
+	ck_assert_uint_eq(ro.mem_mib, RUN_DEFAULT_MEM_MIB);
+	ck_assert_uint_eq(ro.vcpus, 1);
+	ck_assert_uint_eq(ro.timeout_sec, RUN_DEFAULT_TIMEOUT_SEC);
+	ck_assert_uint_eq(ro.workspace_mib, RUN_DEFAULT_WORKSPACE_MIB);
+	ck_assert_ptr_null(ro.kernel);
+	ck_assert_ptr_null(ro.rootfs);
+	ck_assert(!ro.stdin && !ro.json && !ro.get_always);
+	/* Without "--" the command starts at the first non-option. */
+	ck_assert_int_eq(RUN("--timeout", "5", "ls", "-l"), 0);
+	ck_assert_uint_eq(ro.timeout_sec, 5);
+	ck_assert_int_eq(ro.argc, 2);
+	ck_assert_str_eq(ro.argv[1], "-l");
+}
+END_TEST
+
+START_TEST(run_all_options)
+{
+	ck_assert_int_eq(RUN("--kernel", "k", "--rootfs", "r", "--mem", "1024", "--vcpus", "4",
+			     "--timeout", "9", "--workspace-size", "64", "--env", "A=1",
+			     "--env", "B=x=y", "--put", "./in.txt:data/in.txt",
+			     "--put", "/tmp/workspace/x:/tmp/workspace/y", "--get", "out:/tmp/res",
+			     "--get-always", "--stdin", "--json", "--console", "c.log",
+			     "--", "true"), 0);
+	ck_assert_str_eq(ro.kernel, "k");
+	ck_assert_str_eq(ro.rootfs, "r");
+	ck_assert_uint_eq(ro.mem_mib, 1024);
+	ck_assert_uint_eq(ro.vcpus, 4);
+	ck_assert_uint_eq(ro.workspace_mib, 64);
+	ck_assert_uint_eq(ro.nr_env, 2);
+	ck_assert_str_eq(ro.env[1], "B=x=y");
+	ck_assert_uint_eq(ro.nr_put, 2);
+	ck_assert_str_eq(ro.put[0].host, "./in.txt");
+	ck_assert_str_eq(ro.put[0].guest, "data/in.txt");
+	/* A leading /tmp/workspace/ is the workspace itself. */
+	ck_assert_str_eq(ro.put[1].host, "/tmp/workspace/x");
+	ck_assert_str_eq(ro.put[1].guest, "y");
+	ck_assert_uint_eq(ro.nr_get, 1);
+	ck_assert_str_eq(ro.get[0].guest, "out");
+	ck_assert_str_eq(ro.get[0].host, "/tmp/res");
+	ck_assert(ro.get_always && ro.stdin && ro.json);
+	ck_assert_str_eq(ro.console, "c.log");
+}
+END_TEST
+
+START_TEST(run_rejected)
+{
+	assert_rejected(RUN("--timeout", "5"), "no command");
+	assert_rejected(RUN("--timeout", "0", "--", "x"), "--timeout");
+	assert_rejected(RUN("--workspace-size", "0", "--", "x"), "--workspace-size");
+	assert_rejected(RUN("--mem", "8", "--", "x"), "--mem");
+	assert_rejected(RUN("--vcpus", "33", "--", "x"), "--vcpus");
+	assert_rejected(RUN("--env", "NOVALUE", "--", "x"), "K=V");
+	assert_rejected(RUN("--env", "=v", "--", "x"), "K=V");
+	assert_rejected(RUN("--put", "nocolon", "--", "x"), "HOSTPATH:GUESTPATH");
+	assert_rejected(RUN("--put", "a:", "--", "x"), "HOSTPATH:GUESTPATH");
+	assert_rejected(RUN("--put", "a:../etc", "--", "x"), "inside the workspace");
+	assert_rejected(RUN("--put", "a:x/../../y", "--", "x"), "inside the workspace");
+	assert_rejected(RUN("--put", "a:/etc/passwd", "--", "x"), "inside the workspace");
+	assert_rejected(RUN("--get", "..:/tmp", "--", "x"), "inside the workspace");
+	assert_rejected(RUN("--get-always", "--", "x"), "--get-always without --get");
+	assert_rejected(RUN("--bogus", "--", "x"), "unknown option");
+	assert_rejected(RUN("--kernel"), "needs a value");
+}
+END_TEST
+
+START_TEST(run_workspace_paths)
+{
+	ck_assert_str_eq(cli_workspace_path("a/b"), "a/b");
+	ck_assert_str_eq(cli_workspace_path("..a/b.."), "..a/b..");
+	ck_assert_str_eq(cli_workspace_path("/tmp/workspace/out"), "out");
+	ck_assert_ptr_null(cli_workspace_path(""));
+	ck_assert_ptr_null(cli_workspace_path("/tmp/workspace/"));
+	ck_assert_ptr_null(cli_workspace_path(".."));
+	ck_assert_ptr_null(cli_workspace_path("a//../b"));
+	ck_assert_ptr_null(cli_workspace_path("/abs"));
+}
+END_TEST
+
 Suite *cli_suite(void)
 {
 	Suite *s = suite_create("cli");
@@ -431,6 +530,14 @@ Suite *cli_suite(void)
 	tcase_add_test(tc, boot_option_missing_value);
 	tcase_add_test(tc, boot_stray_argument);
 	tcase_add_test(tc, boot_json_needs_console_file);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("run");
+	tcase_add_checked_fixture(tc, NULL, reset_getopt);
+	tcase_add_test(tc, run_minimal_defaults);
+	tcase_add_test(tc, run_all_options);
+	tcase_add_test(tc, run_rejected);
+	tcase_add_test(tc, run_workspace_paths);
 	suite_add_tcase(s, tc);
 	return s;
 }

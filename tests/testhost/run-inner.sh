@@ -1,0 +1,76 @@
+#!/bin/sh
+# Inside the test host (real KVM): `husk run` with the default kernel and the
+# minimal root image.   run-inner.sh HUSK WORKDIR
+HUSK=$1 T=$2
+W=/tmp/run-inner
+mkdir -p $W
+pass=0 fail=0
+ok() { echo "ok   - $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL - $1"; fail=$((fail + 1)); }
+show() { sed 's/^/    | /' "$@" | tail -n 15; }
+
+# run NAME WANT_STATUS ARGS...: stdout in $W/out, stderr in $W/err.
+run() {
+	name=$1 want=$2
+	shift 2
+	"$HUSK" run --console $W/console "$@" >$W/out 2>$W/err </dev/null
+	st=$?
+	if [ $st = "$want" ]; then
+		ok "$name (exit $st)"
+	else
+		bad "$name: exit $st, expected $want"
+		show $W/out $W/err
+		tail -n 20 $W/console | sed 's/^/    console| /'
+	fi
+}
+same() {	# same NAME FILE EXPECTED_TEXT
+	if [ "$(cat "$2")" = "$3" ]; then ok "$1"; else bad "$1: got '$(cat "$2")', want '$3'"; fi
+}
+has() {
+	if grep -q -- "$3" "$2"; then ok "$1"; else bad "$1: no '$3'"; show "$2"; fi
+}
+
+run "job as agentuser with both streams and its exit code" 3 \
+	-- sh -c 'id -u; id -g; echo out; echo err >&2; exit 3'
+same "stdout carries uid/gid 1000 and the line" $W/out "$(printf '1000\n1000\nout')"
+same "stderr carries its line" $W/err "err"
+
+run "root file system is read-only" 1 -- sh -c 'echo x > /etc/x'
+has "write to / refused" $W/err "Read-only file system"
+
+run "workspace is a size-limited tmpfs" 1 --workspace-size 4 \
+	-- sh -c 'dd if=/dev/zero of=/tmp/workspace/fill bs=1M count=8 2>&1; exit 1'
+has "filling it fails with ENOSPC" $W/out "No space left on device"
+
+mkdir -p $W/results
+run "--put/--get round trip" 0 --put "$T/blob.bin:in/blob.bin" --put "$T/tree:tree" \
+	--get out:$W/results -- sh -c 'mkdir out && cp in/blob.bin out/ && cp -r tree out/ && ls -R out >/dev/null'
+if cmp -s "$T/blob.bin" $W/results/out/blob.bin; then ok "bytes preserved"; else bad "blob differs"; fi
+same "tree preserved" $W/results/out/tree/sub/b.txt "nested"
+
+mkdir -p $W/fail-results
+run "failed job commits no files" 7 --get out:$W/fail-results -- sh -c 'mkdir out; echo x > out/f; exit 7'
+if [ -z "$(ls -A $W/fail-results)" ]; then ok "nothing written on failure"; else bad "files appeared: $(ls -A $W/fail-results)"; fi
+
+start=$(date +%s)
+run "job past --timeout is killed with status 124" 124 --timeout 2 -- sleep 60
+el=$(( $(date +%s) - start ))
+if [ $el -lt 40 ]; then ok "killed on time (${el}s)"; else bad "took ${el}s"; fi
+
+run "job killed by a signal gives 128+N" 137 -- sh -c 'kill -9 $$'
+
+echo "hello stdin" >$W/in
+"$HUSK" run --stdin -- cat <$W/in >$W/out 2>$W/err
+same "stdin reaches the job" $W/out "hello stdin"
+
+run "command not found is 127" 127 -- /no/such/program
+
+"$HUSK" run --json -- sh -c 'echo hi' >$W/out 2>$W/err
+st=$?
+[ $st = 0 ] && ok "json run (exit 0)" || { bad "json run: exit $st"; show $W/err; }
+echo "JSON $(tail -n 1 $W/out)"
+
+run "usage error is 2" 2 --timeout nope -- true
+
+echo "testhost run: $pass passed, $fail failed"
+[ $fail = 0 ]
