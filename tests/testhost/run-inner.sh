@@ -72,5 +72,31 @@ echo "JSON $(tail -n 1 $W/out)"
 
 run "usage error is 2" 2 --timeout nope -- true
 
+run "job is unprivileged and sandboxed" 0 -- sh -c \
+	'grep -E "^(CapEff|CapBnd|CapPrm|NoNewPrivs|Seccomp):" /proc/self/status; id -G'
+has "no effective capabilities" $W/out "CapEff:	0000000000000000"
+has "empty bounding set" $W/out "CapBnd:	0000000000000000"
+has "no_new_privs" $W/out "NoNewPrivs:	1"
+has "seccomp filter active" $W/out "Seccomp:	2"
+same "no supplementary groups" $W/out "$(grep -E '^(CapEff|CapBnd|CapPrm|NoNewPrivs|Seccomp):' $W/out; echo 1000)"
+
+run "denied syscalls fail" 0 -- sh -c \
+	'unshare -U true 2>&1 | head -1; mount -t tmpfs x /tmp/workspace 2>&1 | head -1; echo done'
+has "unshare is refused" $W/out "unshare.*Operation not permitted"
+has "mount is refused" $W/out "mount.*[Pp]ermission denied\|mount.*Operation not permitted"
+
+run "environment reaches the job" 0 --env GREETING=hi -- sh -c 'echo "$GREETING $USER $HOME"'
+same "env values" $W/out "hi agentuser /tmp/workspace"
+
+host_now=$(date +%s)
+run "guest clock set from the host" 0 -- date +%s
+gd=$(cat $W/out)
+d=$((gd - host_now)); [ $d -lt 0 ] && d=$((-d))
+if [ $d -lt 30 ]; then ok "guest clock within ${d}s of the host"; else bad "guest clock off by ${d}s"; fi
+
+run "fork bomb is contained by the pids limit" 0 --timeout 30 -- sh -c \
+	'( while :; do sleep 10 & done ) 2>/dev/null; echo contained'
+has "the bomb hit the limit and the job went on" $W/out "contained"
+
 echo "testhost run: $pass passed, $fail failed"
 [ $fail = 0 ]
