@@ -2,14 +2,17 @@
  * boot-timer: time a VMM from spawn until a marker line appears on its
  * output, the same way for every VMM, so figures are comparable.
  *
- *   boot-timer [--marker STR] [--kill-after-marker] [--timeout SEC] -- CMD...
+ *   boot-timer [--marker STR] [--kill-after-marker] [--timeout SEC]
+ *              [--output FILE] -- CMD...
  *
  * Prints one line: marker_us=N exit_us=N maxrss_kib=N status=N
  * (marker_us -1 if the marker never came). maxrss is the peak resident set
  * of the VMM process (its guest RAM included, as for any VMM).
  * --kill-after-marker stops VMMs that do not exit when the guest reboots.
+ * --output keeps a copy of the command's stdout.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -32,7 +35,7 @@ int main(int argc, char **argv)
 {
 	const char *marker = "HUSK-MINI-INIT: reached userspace";
 	long long t0, t_marker = -1, t_exit, deadline;
-	int kill_after = 0, timeout = 120, i, p[2], st = 0;
+	int kill_after = 0, timeout = 120, i, p[2], st = 0, out = -1;
 	char win[8192];
 	size_t wlen = 0;
 	struct rusage ru;
@@ -45,6 +48,8 @@ int main(int argc, char **argv)
 			kill_after = 1;
 		else if (!strcmp(argv[i], "--timeout") && i + 1 < argc)
 			timeout = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--output") && i + 1 < argc)
+			out = open(argv[++i], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		else
 			break;
 	}
@@ -81,6 +86,8 @@ int main(int argc, char **argv)
 		n = read(p[0], win + wlen, sizeof(win) - 1 - wlen);
 		if (n <= 0)
 			break;
+		if (out >= 0 && write(out, win + wlen, n) != n)
+			perror("boot-timer: --output");
 		wlen += n;
 		win[wlen] = '\0';
 		if (t_marker < 0 && strstr(win, marker)) {
