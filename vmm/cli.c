@@ -66,8 +66,8 @@ enum cli_command cli_command(int argc, char **argv)
 	return CLI_NONE;
 }
 
-static int num_opt(const char *name, const char *val, uint64_t min, uint64_t max,
-		   uint64_t *out)
+int cli_num_opt(const char *name, const char *val, uint64_t min, uint64_t max,
+		uint64_t *out)
 {
 	int err = parse_u64(val, min, max, out);
 
@@ -75,6 +75,16 @@ static int num_opt(const char *name, const char *val, uint64_t min, uint64_t max
 		return husk_seterr(EINVAL, "%s '%s' is not a number in %llu..%llu", name, val,
 				   (unsigned long long)min, (unsigned long long)max);
 	return 0;
+}
+
+int cli_bad_option(int c, char **argv)
+{
+	if (c == ':')
+		return husk_seterr(EINVAL, "option %s needs a value", argv[optind - 1]);
+	/* Inside a cluster like -xy, optind has not moved yet: name the letter. */
+	if (optopt)
+		return husk_seterr(EINVAL, "unknown option '-%c'", optopt);
+	return husk_seterr(EINVAL, "unknown option '%s'", argv[optind - 1]);
 }
 
 static int need_value(const char *name, const char *val)
@@ -127,10 +137,10 @@ int cli_parse_boot(int argc, char **argv, struct boot_opts *o)
 			o->cmdline = optarg;
 			break;
 		case O_MEM:
-			err = num_opt("--mem", optarg, CLI_MIN_MEM_MIB, CLI_MAX_MEM_MIB, &o->mem_mib);
+			err = cli_num_opt("--mem", optarg, CLI_MIN_MEM_MIB, CLI_MAX_MEM_MIB, &o->mem_mib);
 			break;
 		case O_VCPUS:
-			err = num_opt("--vcpus", optarg, 1, VM_MAX_VCPUS, &v);
+			err = cli_num_opt("--vcpus", optarg, 1, VM_MAX_VCPUS, &v);
 			if (!err)
 				o->vcpus = v;
 			break;
@@ -139,7 +149,7 @@ int cli_parse_boot(int argc, char **argv, struct boot_opts *o)
 			err = need_value("--console", optarg);
 			break;
 		case O_TIMEOUT:
-			err = num_opt("--timeout", optarg, 1, CLI_MAX_TIMEOUT_SEC, &o->timeout_sec);
+			err = cli_num_opt("--timeout", optarg, 1, CLI_MAX_TIMEOUT_SEC, &o->timeout_sec);
 			break;
 		case O_JSON:
 			o->json = true;
@@ -160,13 +170,8 @@ int cli_parse_boot(int argc, char **argv, struct boot_opts *o)
 		case O_HELP:
 			o->help = true;
 			return 0;
-		case ':':
-			return husk_seterr(EINVAL, "option %s needs a value", argv[optind - 1]);
 		default:
-			/* Inside a cluster like -xy, optind has not moved yet: name the letter. */
-			if (optopt)
-				return husk_seterr(EINVAL, "unknown option '-%c'", optopt);
-			return husk_seterr(EINVAL, "unknown option '%s'", argv[optind - 1]);
+			return cli_bad_option(c, argv);
 		}
 	}
 	if (err)

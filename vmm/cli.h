@@ -37,6 +37,11 @@ enum cli_command cli_command(int argc, char **argv);
 /* Parse "husk boot ..." (argv[0] is "boot"). Returns 0 or -EINVAL. */
 int cli_parse_boot(int argc, char **argv, struct boot_opts *o);
 
+/* Shared by the parsers: a number option in [min, max], and getopt's ':'/'?' cases. */
+int cli_num_opt(const char *name, const char *val, uint64_t min, uint64_t max,
+		uint64_t *out);
+int cli_bad_option(int c, char **argv);
+
 extern const char cli_usage[];
 extern const char cli_boot_usage[];
 

@@ -85,14 +85,6 @@ static int split_xfer(const char *opt, char *arg, struct run_xfer *x, bool guest
 	return 0;
 }
 
-static int num(const char *name, const char *val, uint64_t min, uint64_t max, uint64_t *out)
-{
-	if (parse_u64(val, min, max, out))
-		return husk_seterr(EINVAL, "%s '%s' is not a number in %llu..%llu", name, val,
-				   (unsigned long long)min, (unsigned long long)max);
-	return 0;
-}
-
 int cli_parse_run(int argc, char **argv, struct run_opts *o)
 {
 	enum { O_KERNEL = 256, O_ROOTFS, O_MEM, O_VCPUS, O_TIMEOUT, O_WS, O_ENV, O_PUT,
@@ -134,19 +126,19 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 			o->rootfs = optarg;
 			break;
 		case O_MEM:
-			err = num("--mem", optarg, CLI_MIN_MEM_MIB, CLI_MAX_MEM_MIB, &o->mem_mib);
+			err = cli_num_opt("--mem", optarg, CLI_MIN_MEM_MIB, CLI_MAX_MEM_MIB, &o->mem_mib);
 			break;
 		case O_VCPUS:
-			err = num("--vcpus", optarg, 1, VM_MAX_VCPUS, &v);
+			err = cli_num_opt("--vcpus", optarg, 1, VM_MAX_VCPUS, &v);
 			if (!err)
 				o->vcpus = v;
 			break;
 		case O_TIMEOUT:
-			err = num("--timeout", optarg, 1, CLI_MAX_TIMEOUT_SEC, &o->timeout_sec);
+			err = cli_num_opt("--timeout", optarg, 1, CLI_MAX_TIMEOUT_SEC, &o->timeout_sec);
 			break;
 		case O_WS:
-			err = num("--workspace-size", optarg, 1, RUN_MAX_WORKSPACE_MIB,
-				  &o->workspace_mib);
+			err = cli_num_opt("--workspace-size", optarg, 1, RUN_MAX_WORKSPACE_MIB,
+					  &o->workspace_mib);
 			break;
 		case O_ENV:
 			if (!strchr(optarg, '=') || optarg[0] == '=')
@@ -186,12 +178,8 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 		case O_HELP:
 			o->help = true;
 			return 0;
-		case ':':
-			return husk_seterr(EINVAL, "option %s needs a value", argv[optind - 1]);
 		default:
-			if (optopt)
-				return husk_seterr(EINVAL, "unknown option '-%c'", optopt);
-			return husk_seterr(EINVAL, "unknown option '%s'", argv[optind - 1]);
+			return cli_bad_option(c, argv);
 		}
 	}
 	if (err)
