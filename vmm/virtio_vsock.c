@@ -200,15 +200,15 @@ static void sock_close(struct vs_sock *s, bool rst)
 	free(s);
 }
 
-static void close_all(struct vsock_dev *v, bool in_loop)
+/* Teardown: the loop has stopped and its registrations go with it. */
+static void close_all(struct vsock_dev *v)
 {
 	while (v->socks) {
 		struct vs_sock *s = v->socks;
 
-		if (!in_loop)
-			s->ev_mask = 0;	/* the loop is gone with its registrations */
+		s->ev_mask = 0;
 		if (s->kind != VS_BRIDGE)
-			say(s->fd, "ERR vsock device reset by the guest\n");
+			say(s->fd, "ERR the VM stopped\n");
 		sock_close(s, false);
 	}
 }
@@ -216,12 +216,40 @@ static void close_all(struct vsock_dev *v, bool in_loop)
 /* The guest reset the device: forget every connection (loop thread). */
 static void check_reset(struct vsock_dev *v)
 {
+	struct vs_sock *s, *next;
+
 	if (!v->reset_pending)
 		return;
 	v->reset_pending = false;
-	close_all(v, true);
-	vsock_table_reset(&v->t);
 	v->rx_held = false;
+	/*
+	 * Bridged connections die with the driver's state. Host clients still
+	 * waiting for the guest survive: the driver resets the device while it
+	 * probes, and a client that connected during boot must not fail for it.
+	 * Their REQUEST is simply sent again on the fresh table.
+	 */
+	for (s = v->socks; s; s = next) {
+		next = s->next;
+		if (s->kind == VS_BRIDGE)
+			sock_close(s, false);
+		else if (s->c) {
+			s->c->priv = NULL;
+			s->c = NULL;
+		}
+	}
+	vsock_table_reset(&v->t);
+	for (s = v->socks; s; s = next) {
+		next = s->next;
+		if (s->kind != VS_WAIT)
+			continue;
+		s->c = vsock_conn_open_host(&v->t, s->guest_port);
+		if (!s->c) {
+			say(s->fd, "ERR too many vsock connections (%u)\n", VSOCK_MAX_CONNS);
+			sock_close(s, false);
+			continue;
+		}
+		s->c->priv = s;
+	}
 }
 
 static void timer_arm(struct vsock_dev *v, bool on)
@@ -897,7 +925,7 @@ static void vs_destroy(struct virtio_dev *d)
 {
 	struct vsock_dev *v = d->priv;
 
-	close_all(v, false);
+	close_all(v);
 	vsock_table_reset(&v->t);
 	if (v->listen_fd >= 0) {
 		close(v->listen_fd);
