@@ -14,8 +14,8 @@ const char cli_run_usage[] =
 	"usage: husk run [--kernel K] [--rootfs R] [--mem MiB] [--vcpus N]\n"
 	"                [--timeout SEC] [--workspace-size MiB] [--env K=V]...\n"
 	"                [--put HOSTPATH:GUESTPATH]... [--get GUESTPATH:HOSTDIR]...\n"
-	"                [--get-always] [--stdin] [--json] [--console FILE]\n"
-	"                [--verbose] -- CMD [ARGS...]\n"
+	"                [--get-always] [--stdin] [--max-output BYTES] [--json]\n"
+	"                [--console FILE] [--verbose] -- CMD [ARGS...]\n"
 	"\n"
 	"Boot a fresh microVM, run CMD inside as the unprivileged agentuser in a\n"
 	"tmpfs workspace (/tmp/workspace) on a read-only root, stream its stdout and\n"
@@ -33,6 +33,8 @@ const char cli_run_usage[] =
 	"                      the job, only if it succeeded (see --get-always)\n"
 	"  --get-always        also bring results back when the job failed\n"
 	"  --stdin             forward husk's stdin to the job (default: /dev/null)\n"
+	"  --max-output BYTES  pass at most BYTES of stdout and of stderr (default\n"
+	"                      16 MiB each); the rest is counted and dropped\n"
 	"  --json              print a JSON result record on stdout at the end\n"
 	"  --console FILE      write the guest's serial console to FILE\n"
 	"  --verbose           debug messages on stderr\n"
@@ -88,7 +90,7 @@ static int split_xfer(const char *opt, char *arg, struct run_xfer *x, bool guest
 int cli_parse_run(int argc, char **argv, struct run_opts *o)
 {
 	enum { O_KERNEL = 256, O_ROOTFS, O_MEM, O_VCPUS, O_TIMEOUT, O_WS, O_ENV, O_PUT,
-	       O_GET, O_GET_ALWAYS, O_STDIN, O_JSON, O_CONSOLE, O_VERBOSE, O_HELP };
+	       O_GET, O_GET_ALWAYS, O_STDIN, O_JSON, O_CONSOLE, O_VERBOSE, O_HELP, O_MAX_OUTPUT };
 	static const struct option opts[] = {
 		{ "kernel", required_argument, NULL, O_KERNEL },
 		{ "rootfs", required_argument, NULL, O_ROOTFS },
@@ -100,6 +102,7 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 		{ "put", required_argument, NULL, O_PUT },
 		{ "get", required_argument, NULL, O_GET },
 		{ "get-always", no_argument, NULL, O_GET_ALWAYS },
+		{ "max-output", required_argument, NULL, O_MAX_OUTPUT },
 		{ "stdin", no_argument, NULL, O_STDIN },
 		{ "json", no_argument, NULL, O_JSON },
 		{ "console", required_argument, NULL, O_CONSOLE },
@@ -115,6 +118,7 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 	o->vcpus = 1;
 	o->timeout_sec = RUN_DEFAULT_TIMEOUT_SEC;
 	o->workspace_mib = RUN_DEFAULT_WORKSPACE_MIB;
+	o->max_output = RUN_DEFAULT_MAX_OUTPUT;
 	optind = 0;
 	opterr = 0;
 	while (!err && (c = getopt_long(argc, argv, "+:", opts, NULL)) != -1) {
@@ -159,6 +163,9 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 				err = husk_seterr(EINVAL, "more than %d --get", RUN_MAX_GETS);
 			else
 				err = split_xfer("--get", optarg, &o->get[o->nr_get++], true);
+			break;
+		case O_MAX_OUTPUT:
+			err = cli_num_opt("--max-output", optarg, 0, UINT64_MAX / 2, &o->max_output);
 			break;
 		case O_GET_ALWAYS:
 			o->get_always = true;

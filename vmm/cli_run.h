@@ -15,6 +15,7 @@
 #define RUN_DEFAULT_TIMEOUT_SEC 120
 #define RUN_DEFAULT_WORKSPACE_MIB 256
 #define RUN_MAX_WORKSPACE_MIB (64 * 1024)
+#define RUN_DEFAULT_MAX_OUTPUT (16ull << 20)
 
 struct run_xfer {
 	const char *host;	/* --put source / --get target directory */
@@ -29,6 +30,7 @@ struct run_opts {
 	unsigned vcpus;
 	uint64_t timeout_sec;
 	uint64_t workspace_mib;
+	uint64_t max_output;		/* bytes per stream passed through */
 	const char *env[RUN_MAX_ENV];
 	unsigned nr_env;
 	struct run_xfer put[RUN_MAX_PUTS];

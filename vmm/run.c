@@ -308,6 +308,34 @@ static void write_out(int fd, const uint8_t *p, size_t n)
 	}
 }
 
+/*
+ * Pass job output through up to --max-output bytes per stream; past that
+ * it is counted, not written, and one marker line says so.
+ */
+static void forward_output(struct run *R, bool out, const uint8_t *p, uint32_t len)
+{
+	struct run_result *r = R->r;
+	uint64_t *seen = out ? &r->stdout_bytes : &r->stderr_bytes;
+	uint64_t *dropped = out ? &r->stdout_dropped : &r->stderr_dropped;
+	int fd = out ? STDOUT_FILENO : STDERR_FILENO;
+	uint64_t room = *seen < R->o->max_output ? R->o->max_output - *seen : 0;
+	uint32_t n = len < room ? len : (uint32_t)room;
+
+	write_out(fd, p, n);
+	*seen += len;
+	if (n < len) {
+		char marker[160];
+
+		if (!*dropped) {
+			snprintf(marker, sizeof(marker), "\n[husk: %s exceeded %llu bytes; the rest "
+				 "is dropped and counted]\n", out ? "stdout" : "stderr",
+				 (unsigned long long)R->o->max_output);
+			write_out(fd, (const uint8_t *)marker, strlen(marker));
+		}
+		*dropped += len - n;
+	}
+}
+
 static int parse_exit(struct run *R, const uint8_t *p, uint32_t len)
 {
 	struct run_result *r = R->r;
@@ -397,11 +425,7 @@ static int on_frame(struct run *R, const struct proto_hdr *h, uint8_t *p)
 	case P_STDERR:
 		if (R->state != S_RUNNING)
 			return fail(R, "guest sent output after the job ended");
-		write_out(h->type == P_STDOUT ? STDOUT_FILENO : STDERR_FILENO, p, h->len);
-		if (h->type == P_STDOUT)
-			r->stdout_bytes += h->len;
-		else
-			r->stderr_bytes += h->len;
+		forward_output(R, h->type == P_STDOUT, p, h->len);
 		return 0;
 	case P_EXIT:
 		if (R->state != S_RUNNING || r->job_exited)
@@ -735,11 +759,13 @@ void run_print_json(const struct run_result *r)
 		json_string(f, r->error);
 	else
 		fputs("null", f);
-	fprintf(f, ",\"bytes\":{\"stdout\":%llu,\"stderr\":%llu},\"files_committed\":%s,"
+	fprintf(f, ",\"bytes\":{\"stdout\":%llu,\"stderr\":%llu,\"stdout_dropped\":%llu,"
+		"\"stderr_dropped\":%llu},\"files_committed\":%s,"
 		"\"start_epoch_us\":%llu,\"timings_us\":{\"process_start\":0,"
 		"\"first_kvm_run\":%lld,\"init\":%lld,\"job_start\":%lld,\"job_end\":%lld,"
 		"\"vm_exit\":%lld,\"teardown\":%lld}}\n",
 		(unsigned long long)r->stdout_bytes, (unsigned long long)r->stderr_bytes,
+		(unsigned long long)r->stdout_dropped, (unsigned long long)r->stderr_dropped,
 		r->files_committed ? "true" : "false", (unsigned long long)r->start_epoch_us,
 		(long long)r->t_first_run, (long long)r->t_init, (long long)r->t_job_start,
 		(long long)r->t_job_end, (long long)r->t_exit, (long long)r->t_teardown);

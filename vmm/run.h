@@ -24,7 +24,8 @@ struct run_result {
 	int job_code;			/* valid when the job exited */
 	int job_signal;			/* > 0 when a signal killed it */
 	uint64_t user_us, sys_us, maxrss_kib;
-	uint64_t stdout_bytes, stderr_bytes;
+	uint64_t stdout_bytes, stderr_bytes;	/* everything the job wrote */
+	uint64_t stdout_dropped, stderr_dropped;	/* beyond --max-output */
 	bool files_committed;
 	enum vm_stop_reason reason;
 	char error[512];		/* why husk or the VM failed, if it did */

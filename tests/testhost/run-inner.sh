@@ -72,6 +72,14 @@ echo "JSON $(tail -n 1 $W/out)"
 
 run "usage error is 2" 2 --timeout nope -- true
 
+run "output beyond --max-output is dropped and counted" 0 --max-output 1000 --json \
+	-- sh -c 'head -c 5000 /dev/zero | tr "\\0" x; echo; echo err >&2'
+n=$(head -n 1 $W/out | tr -d '\n' | wc -c)
+if [ "$n" = 1000 ]; then ok "stdout cut at 1000 bytes"; else bad "stdout first line is $n bytes"; fi
+has "truncation marker" $W/out "husk: stdout exceeded 1000 bytes"
+has "dropped bytes counted" $W/out '"stdout_dropped":4001'
+same "stderr under the cap untouched" $W/err "err"
+
 run "job is unprivileged and sandboxed" 0 -- sh -c \
 	'grep -E "^(CapEff|CapBnd|CapPrm|NoNewPrivs|Seccomp):" /proc/self/status; id -G'
 has "no effective capabilities" $W/out "CapEff:	0000000000000000"
