@@ -1,0 +1,467 @@
+/*
+ * egress: loader for the eBPF egress filter. See egress.h.
+ *
+ * The program and maps come from the bpftool skeleton generated at build
+ * time (bpf/egress.skel.h, embedding bpf/egress.bpf.o), so husk carries no
+ * separate object file to find at run time. One program instance serves all
+ * VMs; attaching a VM is adding map entries and a tc filter that points at
+ * the same program fd.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "egress.h"
+#include "egress.skel.h"
+#include "util.h"
+
+/* Our tc filter's identity on each tap: handle "HU", first priority. */
+#define EGRESS_TC_HANDLE	0x4855
+#define EGRESS_TC_PRIO		1
+
+static struct egress_bpf *skel;
+static struct ring_buffer *events_rb;
+static egress_event_fn event_fn;
+static void *event_opaque;
+
+static const char *const reason_names[EGRESS_DROP__MAX] = {
+	[EGRESS_DROP_MALFORMED] = "malformed",
+	[EGRESS_DROP_VLAN] = "vlan",
+	[EGRESS_DROP_ETHERTYPE] = "ethertype",
+	[EGRESS_DROP_SPOOF_MAC] = "spoofed-mac",
+	[EGRESS_DROP_SPOOF_IP] = "spoofed-ip",
+	[EGRESS_DROP_ARP] = "arp",
+	[EGRESS_DROP_FRAGMENT] = "fragment",
+	[EGRESS_DROP_IP_OPTIONS] = "ip-options",
+	[EGRESS_DROP_DENY_RANGE] = "deny-range",
+	[EGRESS_DROP_NOT_ALLOWED] = "not-allowed",
+	[EGRESS_DROP_PORT] = "port",
+	[EGRESS_DROP_DNS] = "dns",
+	[EGRESS_DROP_DOT] = "dot",
+	[EGRESS_DROP_ND] = "nd",
+	[EGRESS_DROP_ANOMALY] = "anomaly",
+};
+
+const char *egress_reason_name(unsigned int reason)
+{
+	return reason < EGRESS_DROP__MAX ? reason_names[reason] : "unknown";
+}
+
+/* libbpf's own chatter only with --verbose: husk reports the failure itself. */
+static int libbpf_print(enum libbpf_print_level level, const char *fmt,
+			va_list ap)
+{
+	if (!husk_verbose || level == LIBBPF_DEBUG)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+static int load_error(int err)
+{
+	if (err == EPERM || err == EACCES)
+		return husk_seterr(err, "loading the eBPF egress filter: %s "
+				   "(needs root, or CAP_BPF + CAP_NET_ADMIN)",
+				   strerror(err));
+	if (err == ENOSYS || err == EINVAL)
+		return husk_seterr(err, "loading the eBPF egress filter: %s "
+				   "(kernel without BPF, or too old: needs "
+				   "ring buffers and BPF atomics, Linux >= 5.12)",
+				   strerror(err));
+	return husk_seterr(err, "loading the eBPF egress filter: %s "
+			   "(run with --verbose for the verifier log)",
+			   strerror(err));
+}
+
+static int on_event(void *ctx, void *data, size_t len)
+{
+	if (len >= sizeof(struct egress_event) && event_fn)
+		event_fn(data, event_opaque);
+	return 0;
+}
+
+int egress_open(void)
+{
+	int err;
+
+	if (skel)
+		return 0;
+	libbpf_set_print(libbpf_print);
+	skel = egress_bpf__open();
+	if (!skel)
+		return load_error(errno ? errno : EINVAL);
+	err = egress_bpf__load(skel);
+	if (err) {
+		egress_bpf__destroy(skel);
+		skel = NULL;
+		return load_error(-err);
+	}
+	events_rb = ring_buffer__new(bpf_map__fd(skel->maps.egress_events),
+				     on_event, NULL, NULL);
+	if (!events_rb) {
+		err = errno ? errno : ENOMEM;
+		egress_bpf__destroy(skel);
+		skel = NULL;
+		return husk_seterr(err, "egress filter: ring buffer: %s",
+				   strerror(err));
+	}
+	return 0;
+}
+
+void egress_close(void)
+{
+	ring_buffer__free(events_rb);
+	events_rb = NULL;
+	egress_bpf__destroy(skel);
+	skel = NULL;
+}
+
+static int need_open(void)
+{
+	if (!skel)
+		return husk_seterr(ENODEV, "egress filter is not loaded "
+				   "(egress_open() first)");
+	return 0;
+}
+
+int egress_prog_fd(void)
+{
+	return skel ? bpf_program__fd(skel->progs.egress_filter) : -ENODEV;
+}
+
+static int map_fd(struct bpf_map *m)
+{
+	return bpf_map__fd(m);
+}
+
+int egress_configure(int ifindex, const struct egress_policy *pol)
+{
+	struct egress_config cfg;
+	struct egress_state st;
+	struct egress_counters *zero;
+	__u32 key = ifindex;
+	int ncpu, err;
+
+	if ((err = need_open()))
+		return err;
+	if (ifindex <= 0)
+		return husk_seterr(EINVAL, "egress filter: bad ifindex %d", ifindex);
+	memset(&cfg, 0, sizeof(cfg));
+	memcpy(cfg.guest_mac, pol->guest_mac, 6);
+	cfg.guest_ip4 = pol->guest_ip4.s_addr;
+	cfg.gw_ip4 = pol->gateway_ip4.s_addr;
+	if (pol->has_ip6) {
+		cfg.flags |= EGRESS_CF_IPV6;
+		memcpy(cfg.guest_ip6, &pol->guest_ip6, 16);
+		memcpy(cfg.gw_ip6, &pol->gateway_ip6, 16);
+	}
+	cfg.window_ms = pol->window_ms;
+	cfg.max_conns_window = pol->max_conns_window;
+	cfg.max_dsts = pol->max_dsts;
+	cfg.max_bytes_total = pol->max_bytes_total;
+	cfg.max_bytes_window = pol->max_bytes_window;
+
+	/* Counters and state first: the program drops until all three exist. */
+	ncpu = libbpf_num_possible_cpus();
+	if (ncpu <= 0)
+		return husk_seterr(-ncpu, "egress filter: cannot count CPUs");
+	zero = calloc(ncpu, sizeof(*zero));
+	if (!zero)
+		return husk_seterr(ENOMEM, "egress filter: out of memory");
+	memset(&st, 0, sizeof(st));
+	if (bpf_map_update_elem(map_fd(skel->maps.egress_counters), &key, zero, BPF_ANY) ||
+	    bpf_map_update_elem(map_fd(skel->maps.egress_state), &key, &st, BPF_ANY) ||
+	    bpf_map_update_elem(map_fd(skel->maps.egress_cfg), &key, &cfg, BPF_ANY)) {
+		err = errno;
+		free(zero);
+		return husk_seterr(err, "egress filter: configuring ifindex %d: %s",
+				   ifindex, strerror(err));
+	}
+	free(zero);
+	return 0;
+}
+
+int egress_attach(int ifindex, const struct egress_policy *pol)
+{
+	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex,
+			    .attach_point = BPF_TC_INGRESS);
+	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = EGRESS_TC_HANDLE,
+			    .priority = EGRESS_TC_PRIO,
+			    .prog_fd = egress_prog_fd(),
+			    .flags = BPF_TC_F_REPLACE);
+	int err;
+
+	err = egress_configure(ifindex, pol);
+	if (err)
+		return err;
+	err = bpf_tc_hook_create(&hook);
+	if (err && err != -EEXIST) {
+		egress_detach(ifindex);
+		return husk_seterr(-err, "egress filter: creating the clsact qdisc "
+				   "on ifindex %d: %s (is sch_ingress/cls_bpf "
+				   "available?)", ifindex, strerror(-err));
+	}
+	err = bpf_tc_attach(&hook, &opts);
+	if (err) {
+		egress_detach(ifindex);
+		return husk_seterr(-err, "egress filter: attaching to ingress of "
+				   "ifindex %d: %s", ifindex, strerror(-err));
+	}
+	return 0;
+}
+
+/*
+ * Delete every key of map m for which belongs(key) is true. Keys are
+ * gathered first: deleting during get_next_key iteration restarts walks.
+ */
+static int purge(struct bpf_map *m, int ifindex,
+		 int (*belongs)(const void *key, int ifindex))
+{
+	size_t ksz = bpf_map__key_size(m), n = 0, cap = 0;
+	int fd = map_fd(m), err = 0;
+	char *keys = NULL, *cur = NULL, *next;
+	size_t i;
+
+	next = malloc(ksz);
+	if (!next)
+		return -ENOMEM;
+	while (bpf_map_get_next_key(fd, cur, next) == 0) {
+		if (belongs(next, ifindex)) {
+			if (n == cap) {
+				char *k;
+
+				cap = cap ? cap * 2 : 64;
+				k = realloc(keys, cap * ksz);
+				if (!k) {
+					err = -ENOMEM;
+					break;
+				}
+				keys = k;
+			}
+			memcpy(keys + n * ksz, next, ksz);
+			n++;
+		}
+		if (!cur && !(cur = malloc(ksz))) {
+			err = -ENOMEM;
+			break;
+		}
+		memcpy(cur, next, ksz);
+	}
+	for (i = 0; i < n; i++)
+		bpf_map_delete_elem(fd, keys + i * ksz);
+	free(keys);
+	free(cur);
+	free(next);
+	return err;
+}
+
+/* All our multi-field keys start with (prefixlen,) ifindex: see egress.h. */
+static int lpm_belongs(const void *key, int ifindex)
+{
+	const struct egress_lpm4 *k = key;
+
+	return k->ifindex == (__u32)ifindex;
+}
+
+static int first_u32_belongs(const void *key, int ifindex)
+{
+	return *(const __u32 *)key == (__u32)ifindex;
+}
+
+int egress_detach(int ifindex)
+{
+	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex,
+			    .attach_point = BPF_TC_INGRESS);
+	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = EGRESS_TC_HANDLE,
+			    .priority = EGRESS_TC_PRIO);
+	__u32 key = ifindex;
+	int err;
+
+	if ((err = need_open()))
+		return err;
+	/* The tap may be gone already (its filters went with it): fine. */
+	err = bpf_tc_detach(&hook, &opts);
+	if (err && err != -ENOENT && err != -ENODEV && err != -EINVAL)
+		husk_debug("egress: detaching from ifindex %d: %s", ifindex,
+			   strerror(-err));
+
+	/* Config first, so packets in flight are dropped, not half-counted. */
+	bpf_map_delete_elem(map_fd(skel->maps.egress_cfg), &key);
+	bpf_map_delete_elem(map_fd(skel->maps.egress_counters), &key);
+	bpf_map_delete_elem(map_fd(skel->maps.egress_state), &key);
+	err = purge(skel->maps.egress_allow4, ifindex, lpm_belongs);
+	err = err ?: purge(skel->maps.egress_allow6, ifindex, lpm_belongs);
+	err = err ?: purge(skel->maps.egress_deny4, ifindex, lpm_belongs);
+	err = err ?: purge(skel->maps.egress_deny6, ifindex, lpm_belongs);
+	err = err ?: purge(skel->maps.egress_flows, ifindex, first_u32_belongs);
+	err = err ?: purge(skel->maps.egress_dsts, ifindex, first_u32_belongs);
+	if (err)
+		return husk_seterr(-err, "egress filter: removing the entries of "
+				   "ifindex %d: %s", ifindex, strerror(-err));
+	return 0;
+}
+
+/* Build an LPM key; the host bits below the prefix are cleared. */
+static int lpm_key(int ifindex, int family, const void *addr,
+		   unsigned int prefixlen, struct egress_lpm6 *k6,
+		   struct egress_lpm4 *k4)
+{
+	unsigned int max = family == AF_INET ? 32 : 128, i;
+	uint8_t *a;
+
+	if ((family != AF_INET && family != AF_INET6) || prefixlen > max)
+		return husk_seterr(EINVAL, "egress filter: bad prefix /%u for "
+				   "address family %d", prefixlen, family);
+	if (family == AF_INET) {
+		memset(k4, 0, sizeof(*k4));
+		k4->prefixlen = 32 + prefixlen;
+		k4->ifindex = ifindex;
+		memcpy(&k4->addr, addr, 4);
+		a = (uint8_t *)&k4->addr;
+	} else {
+		memset(k6, 0, sizeof(*k6));
+		k6->prefixlen = 32 + prefixlen;
+		k6->ifindex = ifindex;
+		memcpy(k6->addr, addr, 16);
+		a = k6->addr;
+	}
+	for (i = prefixlen; i < max; i++)
+		a[i / 8] &= ~(0x80u >> (i % 8));
+	return 0;
+}
+
+static int lpm_put(struct bpf_map *m4, struct bpf_map *m6, int ifindex,
+		   int family, const void *addr, unsigned int prefixlen,
+		   const void *val)
+{
+	struct egress_lpm4 k4;
+	struct egress_lpm6 k6;
+	int err;
+
+	if ((err = need_open()))
+		return err;
+	if ((err = lpm_key(ifindex, family, addr, prefixlen, &k6, &k4)))
+		return err;
+	if (bpf_map_update_elem(map_fd(family == AF_INET ? m4 : m6),
+				family == AF_INET ? (void *)&k4 : (void *)&k6,
+				val, BPF_ANY)) {
+		err = errno;
+		return husk_seterr(err, "egress filter: adding a /%u rule for "
+				   "ifindex %d: %s", prefixlen, ifindex,
+				   strerror(err));
+	}
+	return 0;
+}
+
+int egress_allow_cidr(int ifindex, int family, const void *addr,
+		      unsigned int prefixlen, unsigned int protos,
+		      const struct egress_port_range *ranges, unsigned int nranges)
+{
+	struct egress_allow v;
+	unsigned int i;
+
+	if (ifindex <= 0)
+		return husk_seterr(EINVAL, "egress filter: bad ifindex %d", ifindex);
+	if (nranges > EGRESS_MAX_PORT_RANGES)
+		return husk_seterr(E2BIG, "egress filter: %u port ranges for one "
+				   "prefix (at most %d)", nranges,
+				   EGRESS_MAX_PORT_RANGES);
+	if (!protos || (protos & ~EGRESS_P_ANY))
+		return husk_seterr(EINVAL, "egress filter: bad protocol set 0x%x",
+				   protos);
+	memset(&v, 0, sizeof(v));
+	v.protos = protos;
+	v.nranges = nranges;
+	v.plen = prefixlen;
+	for (i = 0; i < nranges; i++) {
+		if (ranges[i].lo > ranges[i].hi)
+			return husk_seterr(EINVAL, "egress filter: empty port "
+					   "range %u-%u", ranges[i].lo,
+					   ranges[i].hi);
+		v.ports[i] = ranges[i];
+	}
+	if (!skel)
+		return need_open();
+	return lpm_put(skel->maps.egress_allow4, skel->maps.egress_allow6,
+		       ifindex, family, addr, prefixlen, &v);
+}
+
+int egress_deny_cidr(int ifindex, int family, const void *addr,
+		     unsigned int prefixlen)
+{
+	struct egress_deny v = { .plen = prefixlen };
+
+	if (ifindex < 0)
+		return husk_seterr(EINVAL, "egress filter: bad ifindex %d", ifindex);
+	if (!skel)
+		return need_open();
+	return lpm_put(skel->maps.egress_deny4, skel->maps.egress_deny6,
+		       ifindex, family, addr, prefixlen, &v);
+}
+
+int egress_read_counters(int ifindex, struct egress_counters *out)
+{
+	struct egress_counters *per;
+	__u32 key = ifindex;
+	int ncpu, i, j, err;
+
+	if ((err = need_open()))
+		return err;
+	ncpu = libbpf_num_possible_cpus();
+	if (ncpu <= 0)
+		return husk_seterr(-ncpu, "egress filter: cannot count CPUs");
+	per = calloc(ncpu, sizeof(*per));
+	if (!per)
+		return husk_seterr(ENOMEM, "egress filter: out of memory");
+	if (bpf_map_lookup_elem(map_fd(skel->maps.egress_counters), &key, per)) {
+		err = errno;
+		free(per);
+		return husk_seterr(err, "egress filter: no counters for ifindex "
+				   "%d: %s", ifindex, strerror(err));
+	}
+	memset(out, 0, sizeof(*out));
+	for (i = 0; i < ncpu; i++) {
+		out->packets += per[i].packets;
+		out->bytes += per[i].bytes;
+		out->new_conns += per[i].new_conns;
+		out->dropped += per[i].dropped;
+		for (j = 0; j < EGRESS_DROP__MAX; j++)
+			out->drops[j] += per[i].drops[j];
+	}
+	free(per);
+	return 0;
+}
+
+int egress_set_event_cb(egress_event_fn fn, void *opaque)
+{
+	event_fn = fn;
+	event_opaque = opaque;
+	return 0;
+}
+
+int egress_events_fd(void)
+{
+	int err;
+
+	if ((err = need_open()))
+		return err;
+	return ring_buffer__epoll_fd(events_rb);
+}
+
+int egress_events_poll(void)
+{
+	int n, err;
+
+	if ((err = need_open()))
+		return err;
+	n = ring_buffer__consume(events_rb);
+	if (n < 0)
+		return husk_seterr(-n, "egress filter: reading events: %s",
+				   strerror(-n));
+	return n;
+}
