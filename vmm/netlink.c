@@ -1,0 +1,278 @@
+/*
+ * netlink: minimal rtnetlink request/acknowledge. See netlink.h.
+ *
+ * Every request is built in a fixed buffer, sent on a fresh socket and
+ * answered by exactly one message: NLMSG_ERROR (0 = ack, else -errno), or
+ * for RTM_GETLINK the RTM_NEWLINK reply. A fresh socket per request costs a
+ * few microseconds and means no stray multicast or stale replies can ever
+ * be mistaken for ours; the sequence number and the kernel's port id are
+ * checked all the same.
+ */
+#include <errno.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "netlink.h"
+#include "util.h"
+
+#define NL_BUF 4096
+
+#ifndef NETLINK_EXT_ACK
+#define NETLINK_EXT_ACK 11
+#endif
+#ifndef NETLINK_CAP_ACK
+#define NETLINK_CAP_ACK 10
+#endif
+
+struct nl_req {
+	union {
+		struct nlmsghdr h;
+		char buf[NL_BUF];
+	};
+};
+
+static void *nl_tail(struct nlmsghdr *h)
+{
+	return (char *)h + NLMSG_ALIGN(h->nlmsg_len);
+}
+
+/* Append one attribute; the buffer is ours and sized for every request. */
+static int nl_attr(struct nlmsghdr *h, unsigned short type, const void *data, size_t len)
+{
+	struct rtattr *rta = nl_tail(h);
+	size_t total = NLMSG_ALIGN(h->nlmsg_len) + RTA_SPACE(len);
+
+	if (total > NL_BUF)
+		return husk_seterr(ENOBUFS, "netlink request too large");
+	rta->rta_type = type;
+	rta->rta_len = RTA_LENGTH(len);
+	memcpy(RTA_DATA(rta), data, len);
+	h->nlmsg_len = total;
+	return 0;
+}
+
+static int nl_name_attr(struct nlmsghdr *h, const char *name)
+{
+	size_t n = name ? strlen(name) : 0;
+
+	if (n == 0 || n >= IFNAMSIZ)
+		return husk_seterr(EINVAL, "bad interface name '%s' (1..%d characters)",
+				   name ? name : "", IFNAMSIZ - 1);
+	return nl_attr(h, IFLA_IFNAME, name, n + 1);
+}
+
+/* The kernel's extended-ack text in an error message, if it sent one. */
+static const char *ext_ack_msg(const struct nlmsghdr *h, ssize_t n)
+{
+	const struct nlmsgerr *e = NLMSG_DATA(h);
+	const struct rtattr *rta;
+	size_t off, len;
+
+	if (!(h->nlmsg_flags & NLM_F_ACK_TLVS))
+		return NULL;
+	/* With NETLINK_CAP_ACK the echoed request is just its header. */
+	off = NLMSG_HDRLEN + sizeof(*e);
+	if (!(h->nlmsg_flags & NLM_F_CAPPED))
+		off = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(e->error) + e->msg.nlmsg_len);
+	if (off >= (size_t)n || h->nlmsg_len > (size_t)n)
+		return NULL;
+	len = h->nlmsg_len - off;
+	for (rta = (const void *)((const char *)h + off); RTA_OK(rta, len);
+	     rta = RTA_NEXT(rta, len))
+		if (rta->rta_type == NLMSGERR_ATTR_MSG && RTA_PAYLOAD(rta) > 0 &&
+		    ((const char *)RTA_DATA(rta))[RTA_PAYLOAD(rta) - 1] == '\0')
+			return RTA_DATA(rta);
+	return NULL;
+}
+
+static int nl_error(const char *what, int err, const char *ext)
+{
+	if (err == EPERM || err == EACCES)
+		return husk_seterr(err, "%s: %s: needs root or CAP_NET_ADMIN", what,
+				   strerror(err));
+	return husk_seterr(err, "%s: %s%s%s", what, strerror(err), ext ? ": " : "",
+			   ext ? ext : "");
+}
+
+/*
+ * Send req and wait for its answer. reply (if not NULL) receives a
+ * non-error answer of up to NL_BUF bytes. what names the operation for
+ * messages.
+ */
+static int nl_talk(struct nl_req *req, struct nl_req *reply, const char *what)
+{
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+	struct nl_req local;
+	struct nl_req *in = reply ? reply : &local;
+	struct nlmsghdr *h;
+	static __thread uint32_t seq;
+	socklen_t salen = sizeof(sa);
+	uint32_t portid;
+	int fd, one = 1, err;
+	ssize_t n;
+
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (fd < 0)
+		return nl_error(what, errno, "cannot open a NETLINK_ROUTE socket");
+	/* Best effort: older kernels simply give shorter error messages. */
+	setsockopt(fd, SOL_NETLINK, NETLINK_EXT_ACK, &one, sizeof(one));
+	setsockopt(fd, SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&sa, &salen) < 0) {
+		err = nl_error(what, errno, "netlink bind");
+		goto out;
+	}
+	portid = sa.nl_pid;
+	req->h.nlmsg_seq = ++seq;
+	req->h.nlmsg_flags |= NLM_F_REQUEST;
+	memset(&sa, 0, sizeof(sa));
+	sa.nl_family = AF_NETLINK;
+	do
+		n = sendto(fd, req, req->h.nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa));
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)req->h.nlmsg_len) {
+		err = nl_error(what, n < 0 ? errno : EIO, "netlink send");
+		goto out;
+	}
+	for (;;) {
+		salen = sizeof(sa);
+		n = recvfrom(fd, in->buf, sizeof(in->buf), 0, (struct sockaddr *)&sa, &salen);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = nl_error(what, errno, "netlink receive");
+			goto out;
+		}
+		h = &in->h;
+		/* Only the kernel (port 0) answering our sequence number counts. */
+		if (sa.nl_pid != 0 || !NLMSG_OK(h, (size_t)n) || h->nlmsg_seq != req->h.nlmsg_seq ||
+		    h->nlmsg_pid != portid)
+			continue;
+		if (h->nlmsg_type == NLMSG_ERROR) {
+			const struct nlmsgerr *e = NLMSG_DATA(h);
+
+			if (h->nlmsg_len < NLMSG_LENGTH(sizeof(*e))) {
+				err = nl_error(what, EPROTO, "short netlink error message");
+				goto out;
+			}
+			err = e->error ? nl_error(what, -e->error, ext_ack_msg(h, n)) : 0;
+			if (!err && reply)
+				err = nl_error(what, EPROTO, "acknowledged without a reply");
+			goto out;
+		}
+		err = reply ? 0 : nl_error(what, EPROTO, "unexpected netlink reply");
+		goto out;
+	}
+out:
+	close(fd);
+	return err;
+}
+
+static void nl_init(struct nl_req *req, uint16_t type, uint16_t flags, size_t body)
+{
+	memset(req, 0, sizeof(*req));
+	req->h.nlmsg_len = NLMSG_LENGTH(body);
+	req->h.nlmsg_type = type;
+	req->h.nlmsg_flags = flags;
+}
+
+int netlink_ifindex(const char *name)
+{
+	static __thread struct nl_req req, reply;
+	struct ifinfomsg *ifi;
+	char what[64];
+	int err;
+
+	snprintf(what, sizeof(what), "looking up interface %s", name ? name : "");
+	nl_init(&req, RTM_GETLINK, 0, sizeof(*ifi));
+	ifi = NLMSG_DATA(&req.h);
+	ifi->ifi_family = AF_UNSPEC;
+	if ((err = nl_name_attr(&req.h, name)))
+		return err;
+	err = nl_talk(&req, &reply, what);
+	if (err)
+		return err;
+	if (reply.h.nlmsg_type != RTM_NEWLINK ||
+	    reply.h.nlmsg_len < NLMSG_LENGTH(sizeof(*ifi)))
+		return nl_error(what, EPROTO, "unexpected reply to RTM_GETLINK");
+	ifi = NLMSG_DATA(&reply.h);
+	if (ifi->ifi_index <= 0)
+		return nl_error(what, EPROTO, "kernel returned no index");
+	return ifi->ifi_index;
+}
+
+int netlink_link_up(int ifindex)
+{
+	static __thread struct nl_req req;
+	struct ifinfomsg *ifi;
+	char what[64];
+
+	snprintf(what, sizeof(what), "bringing up interface #%d", ifindex);
+	nl_init(&req, RTM_NEWLINK, NLM_F_ACK, sizeof(*ifi));
+	ifi = NLMSG_DATA(&req.h);
+	ifi->ifi_family = AF_UNSPEC;
+	ifi->ifi_index = ifindex;
+	ifi->ifi_flags = IFF_UP;
+	ifi->ifi_change = IFF_UP;
+	return nl_talk(&req, NULL, what);
+}
+
+int netlink_addr_add(int ifindex, int family, const void *addr, unsigned prefixlen,
+		     const void *peer)
+{
+	static __thread struct nl_req req;
+	struct ifaddrmsg *ifa;
+	size_t alen;
+	char what[64];
+	int err;
+
+	snprintf(what, sizeof(what), "adding an address to interface #%d", ifindex);
+	if (family == AF_INET)
+		alen = sizeof(struct in_addr);
+	else if (family == AF_INET6)
+		alen = sizeof(struct in6_addr);
+	else
+		return husk_seterr(EAFNOSUPPORT, "%s: address family %d", what, family);
+	if (!addr || prefixlen > alen * 8)
+		return husk_seterr(EINVAL, "%s: prefix length %u", what, prefixlen);
+	nl_init(&req, RTM_NEWADDR, NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL, sizeof(*ifa));
+	ifa = NLMSG_DATA(&req.h);
+	ifa->ifa_family = family;
+	ifa->ifa_prefixlen = prefixlen;
+	ifa->ifa_index = ifindex;
+	/* IFA_LOCAL is our address; IFA_ADDRESS the peer on point-to-point links. */
+	if ((err = nl_attr(&req.h, IFA_LOCAL, addr, alen)) ||
+	    (err = nl_attr(&req.h, IFA_ADDRESS, peer ? peer : addr, alen)))
+		return err;
+	if (family == AF_INET && !peer && prefixlen < 31) {
+		struct in_addr brd;
+
+		memcpy(&brd, addr, sizeof(brd));
+		brd.s_addr |= htonl(~0u >> prefixlen);	/* prefixlen < 31 here */
+		if ((err = nl_attr(&req.h, IFA_BROADCAST, &brd, sizeof(brd))))
+			return err;
+	}
+	return nl_talk(&req, NULL, what);
+}
+
+int netlink_link_del(const char *ifname)
+{
+	static __thread struct nl_req req;
+	struct ifinfomsg *ifi;
+	char what[64];
+	int err;
+
+	snprintf(what, sizeof(what), "deleting interface %s", ifname ? ifname : "");
+	nl_init(&req, RTM_DELLINK, NLM_F_ACK, sizeof(*ifi));
+	ifi = NLMSG_DATA(&req.h);
+	ifi->ifi_family = AF_UNSPEC;
+	if ((err = nl_name_attr(&req.h, ifname)))
+		return err;
+	return nl_talk(&req, NULL, what);
+}

@@ -1,0 +1,28 @@
+/*
+ * netlink: the few rtnetlink requests husk needs to set up a guest's tap on
+ * the host: look up an interface, bring it up, give it an address, delete
+ * it. No ip(8), no shell: one NETLINK_ROUTE socket per request, a checked
+ * acknowledgement, and the kernel's own error (with its extended-ack text
+ * when it sends one) in husk_lasterr().
+ *
+ * All functions return 0 or -errno. -EPERM says "needs root or
+ * CAP_NET_ADMIN" in the message.
+ */
+#ifndef HUSK_NETLINK_H
+#define HUSK_NETLINK_H
+
+/* Interface index of name (> 0), or -ENODEV if there is no such interface. */
+int netlink_ifindex(const char *name);
+/* Set IFF_UP on the interface. */
+int netlink_link_up(int ifindex);
+/*
+ * Add addr/prefixlen (family AF_INET or AF_INET6; addr is a struct in_addr
+ * or in6_addr) to the interface. peer, if not NULL, makes it a
+ * point-to-point address towards peer. -EEXIST if already there.
+ */
+int netlink_addr_add(int ifindex, int family, const void *addr, unsigned prefixlen,
+		     const void *peer);
+/* Delete the interface called ifname (-ENODEV if it does not exist). */
+int netlink_link_del(const char *ifname);
+
+#endif
