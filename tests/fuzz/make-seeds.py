@@ -1,0 +1,254 @@
+#!/usr/bin/env python3
+"""
+make-seeds.py: generate the seed corpora for the husk libFuzzer targets in
+tests/fuzz/corpus/<target>/. Deterministic: rerunning rewrites the same files.
+The input layouts mirror the harnesses (see the header comment of each
+tests/fuzz/fuzz_<target>.c).
+"""
+import gzip
+import io
+import os
+import struct
+import sys
+import tarfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CORPUS = os.path.join(HERE, "corpus")
+
+
+def put(target, name, data):
+    d = os.path.join(CORPUS, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "seed-" + name), "wb") as f:
+        f.write(data)
+
+
+# ---- virtqueue -------------------------------------------------------------
+# header: size sel (1<<(b%9)), desc/avail/used (mode byte + u16), last_avail,
+# used_idx, script_len, script, then guest RAM from offset 0.
+DESC, AVAIL, USED, ITAB, BUF = 0x100, 0x300, 0x340, 0x400, 0x500
+F_NEXT, F_WRITE, F_INDIRECT = 1, 2, 4
+
+
+def vq_seed(qsize_log, descs, heads, itab=(), last_avail=0, script=b"\x00\x01\x02\x03"):
+    ram = bytearray(0x700)
+    for i, (addr, ln, fl, nx) in descs:
+        struct.pack_into("<QIHH", ram, DESC + 16 * i, addr, ln, fl, nx)
+    for i, (addr, ln, fl, nx) in itab:
+        struct.pack_into("<QIHH", ram, ITAB + 16 * i, addr, ln, fl, nx)
+    qs = 1 << qsize_log
+    for k, h in enumerate(heads):
+        struct.pack_into("<H", ram, AVAIL + 4 + 2 * ((last_avail + k) % qs), h)
+    struct.pack_into("<HH", ram, AVAIL, 0, (last_avail + len(heads)) & 0xffff)
+    hdr = bytes([qsize_log]) + bytes([0]) + struct.pack("<H", DESC) + bytes([0]) + \
+        struct.pack("<H", AVAIL) + bytes([0]) + struct.pack("<H", USED) + \
+        struct.pack("<HH", last_avail, last_avail) + bytes([len(script)]) + script
+    return hdr + bytes(ram)
+
+
+def virtqueue():
+    put("virtqueue", "simple", vq_seed(4, [(0, (BUF, 16, F_NEXT, 1)), (1, (BUF + 0x40, 32, F_WRITE, 0))], [0]))
+    put("virtqueue", "two-chains", vq_seed(3, [(3, (BUF, 8, 0, 0)), (7, (BUF + 8, 8, F_WRITE, 0))], [3, 7]))
+    put("virtqueue", "indirect", vq_seed(4, [(4, (ITAB, 48, F_INDIRECT, 0))], [4],
+        itab=[(0, (BUF, 16, F_NEXT, 2)), (2, (BUF + 0x40, 64, F_NEXT | F_WRITE, 1)),
+              (1, (BUF + 0x100, 1, F_WRITE, 0))]))
+    put("virtqueue", "direct-indirect", vq_seed(4, [(0, (BUF, 16, F_NEXT, 1)), (1, (ITAB, 16, F_INDIRECT, 0))], [0],
+        itab=[(0, (BUF + 0x80, 4, F_WRITE, 0))]))
+    put("virtqueue", "wrap", vq_seed(2, [(0, (BUF, 4, 0, 0)), (1, (BUF + 4, 4, F_WRITE, 0))], [0, 1], last_avail=65535))
+    put("virtqueue", "loop", vq_seed(4, [(0, (BUF, 4, F_NEXT, 1)), (1, (BUF, 4, F_NEXT, 0))], [0]))
+
+
+# ---- vsock -----------------------------------------------------------------
+# op byte: low nibble action, 0x10 force cids/type valid, 0x20 address an
+# existing connection, 0x40 len %= 4097, 0x80 payload_avail = len.
+CID, HOST = 3, 2
+OP_REQ, OP_RESP, OP_RST, OP_SHUT, OP_RW, OP_CUPD, OP_CREQ = 1, 2, 3, 4, 5, 6, 7
+
+
+def vhdr(op, sport=1234, dport=5000, ln=0, flags=0, buf_alloc=262144, fwd=0, src=CID, dst=HOST):
+    return struct.pack("<QQIIIHHIII", src, dst, sport, dport, ln, 1, op, flags, buf_alloc, fwd)
+
+
+def gpkt(op, how=1, **kw):
+    return bytes([0x90]) + vhdr(op, **kw) + bytes([how])
+
+
+def vsock():
+    # guest connects, host accepts, data both ways, shutdown, RST
+    s = gpkt(OP_REQ) + b"\x08\x04" + gpkt(OP_RW, ln=100) + gpkt(OP_RW, ln=4000, how=3) + \
+        b"\x04\x00\xff\xff\x00\x00" + b"\x06\x00\x10\x00\x00\x00" + gpkt(OP_CREQ) + b"\x08\x08" + \
+        gpkt(OP_SHUT, flags=3) + b"\x05\x00" + b"\x08\x08" + gpkt(OP_RST)
+    put("vsock", "guest-conn", s)
+    # host connects, guest responds, host sends until out of credit
+    s = b"\x03\xd2\x04\x00\x00" + b"\x08\x02" + \
+        gpkt(OP_RESP, sport=1234, dport=0x40000000, buf_alloc=8192) + \
+        b"\x04\x00\x00\x20\x00\x00" + b"\x04\x00\x00\x20\x00\x00" + b"\x08\x04" + \
+        gpkt(OP_CUPD, sport=1234, dport=0x40000000, buf_alloc=8192, fwd=8192) + b"\x07\x00"
+    put("vsock", "host-conn", s)
+    # host connects, guest refuses, retry
+    s = b"\x03\x10\x00\x00\x00" + b"\x08\x02" + gpkt(OP_RST, sport=16, dport=0x40000000, how=1) + \
+        b"\x08\x02" + gpkt(OP_RST, sport=16, dport=0x40000000, how=0)
+    put("vsock", "refused", s)
+    # garbage: wrong cid, bad op, overlong, orphan
+    s = bytes([0x00]) + vhdr(OP_REQ, src=7) + b"\x00\x00\x00\x00\x01" + \
+        bytes([0x10]) + vhdr(9) + b"\x00\x00\x00\x00\x01" + \
+        bytes([0x10]) + vhdr(OP_RW, ln=70000) + b"\x00\x00\x01\x00\x01" + \
+        gpkt(OP_RW, sport=99) + b"\x08\x0f"
+    put("vsock", "malformed", s)
+    # overrun credit on an established connection
+    s = gpkt(OP_REQ) + b"\x08\x04" + b"".join(gpkt(OP_RW, ln=65536, how=1) for _ in range(5)) + b"\x08\x0f"
+    put("vsock", "overrun", s)
+
+
+# ---- proto -----------------------------------------------------------------
+def frame(t, payload=b""):
+    return struct.pack("<IHH", len(payload), t, 1) + payload
+
+
+def tlv(tag, val):
+    return struct.pack("<HI", tag, len(val)) + val
+
+
+def proto():
+    hello = frame(1, tlv(48, b"husk-init 0.1"))
+    job = frame(16, tlv(1, b"/bin/sh") + tlv(1, b"-c") + tlv(1, b"echo hi") + tlv(2, b"A=B") +
+                tlv(3, b"/tmp/workspace") + tlv(4, struct.pack("<Q", 5000)) +
+                tlv(5, struct.pack("<I", 256)) + tlv(8, b"\x01") + tlv(10, b"out"))
+    exitr = frame(5, tlv(32, struct.pack("<I", 0)) + tlv(35, struct.pack("<Q", 1234)) +
+                  tlv(38, struct.pack("<Q", 1)) + tlv(39, struct.pack("<Q", 2)))
+    put("proto", "hello", hello)
+    put("proto", "job", job)
+    put("proto", "conversation", hello + frame(2) + frame(3, b"hi\n") + frame(4, b"err") + exitr +
+        frame(6, b"\x1f\x8b") + frame(6) + frame(7))
+    put("proto", "stdin", frame(17, b"data") + frame(17) + frame(18, b"x" * 32) + frame(18))
+    put("proto", "error", frame(32, b"no such file"))
+    put("proto", "truncated", frame(16, tlv(1, b"abc"))[:-2])
+    put("proto", "bad-tlv", frame(16, struct.pack("<HI", 1, 1000) + b"abc"))
+
+
+# ---- tar -------------------------------------------------------------------
+# byte 0: bit 0 = rest is raw tar (harness gzips it), bits 1-3 pick a chunk size.
+def mktar(entries, fmt=tarfile.USTAR_FORMAT):
+    bio = io.BytesIO()
+    with tarfile.open(fileobj=bio, mode="w", format=fmt) as tf:
+        for name, kind, data in entries:
+            ti = tarfile.TarInfo(name)
+            ti.mtime = 1700000000
+            if kind == "dir":
+                ti.type = tarfile.DIRTYPE
+                ti.mode = 0o755
+                tf.addfile(ti)
+            elif kind == "sym":
+                ti.type = tarfile.SYMTYPE
+                ti.linkname = data
+                tf.addfile(ti)
+            elif kind == "lnk":
+                ti.type = tarfile.LNKTYPE
+                ti.linkname = data
+                tf.addfile(ti)
+            else:
+                ti.size = len(data)
+                ti.mode = 0o644
+                tf.addfile(ti, io.BytesIO(data))
+    # Drop tarfile's record padding: the data, then exactly two zero blocks.
+    raw = bio.getvalue().rstrip(b"\0")
+    raw += bytes(-len(raw) % 512)
+    return raw + bytes(1024)
+
+
+def gz(raw):
+    return gzip.compress(raw, mtime=0)
+
+
+def tar():
+    good = mktar([("dir", "dir", None), ("dir/a.txt", "file", b"hello\n"),
+                  ("dir/sub", "dir", None), ("dir/sub/b", "file", b"x" * 700)])
+    put("tar", "good-gz", b"\x06" + gz(good))
+    put("tar", "good-gz-bytewise", b"\x00" + gz(good))
+    put("tar", "good-raw", b"\x07" + good)
+    put("tar", "dotdot-raw", b"\x07" + mktar([("../escape", "file", b"x")]))
+    put("tar", "abs-raw", b"\x07" + mktar([("/tmp/abs", "file", b"x")]))
+    put("tar", "symlink-raw", b"\x07" + mktar([("l", "sym", "/etc"), ("l/passwd", "file", b"x")]))
+    put("tar", "hardlink-raw", b"\x07" + mktar([("f", "file", b"x"), ("h", "lnk", "f")]))
+    put("tar", "dup-raw", b"\x07" + mktar([("f", "file", b"x"), ("f", "file", b"y")]))
+    put("tar", "longname-gnu-raw", b"\x07" + mktar([("d/" + "n" * 150, "file", b"z")], tarfile.GNU_FORMAT))
+    put("tar", "truncated-gz", b"\x02" + gz(good)[:-20])
+
+
+# ---- loader ----------------------------------------------------------------
+def elf(paddr=0x1000000, filesz=64, memsz=4096, entry=None, phnum=1, extra=b""):
+    entry = paddr if entry is None else entry
+    ehdr = bytearray(64)
+    ehdr[0:16] = b"\x7fELF" + bytes([2, 1, 1]) + bytes(9)
+    struct.pack_into("<HHIQQQIHHHHHH", ehdr, 16, 2, 62, 1, entry, 64, 0, 0, 64, 56, phnum, 64, 0, 0)
+    ph = b""
+    off = 64 + 56 * phnum
+    for i in range(phnum):
+        ph += struct.pack("<IIQQQQQQ", 1, 7, off, 0xffffffff80000000 + paddr + i * memsz,
+                          paddr + i * memsz, filesz, memsz, 0x200000)
+    return bytes(ehdr) + ph + bytes(range(filesz % 256)) + bytes(max(0, filesz - filesz % 256)) + extra
+
+
+def bzimage(setup_sects=1, syssize_bytes=2048, version=0x020f, init_size=0x100000, pref=0x1000000):
+    setup = bytearray(((setup_sects or 4) + 1) * 512)
+    struct.pack_into("<B", setup, 0x1f1, setup_sects)
+    struct.pack_into("<I", setup, 0x1f4, syssize_bytes // 16)
+    struct.pack_into("<H", setup, 0x1fe, 0xaa55)
+    setup[0x200] = 0xeb
+    setup[0x201] = 0x6a
+    setup[0x202:0x206] = b"HdrS"
+    struct.pack_into("<H", setup, 0x206, version)
+    setup[0x211] = 0x01                      # LOADED_HIGH
+    struct.pack_into("<I", setup, 0x22c, 0x7fffffff)
+    struct.pack_into("<I", setup, 0x230, 0x200000)
+    setup[0x234] = 1
+    struct.pack_into("<H", setup, 0x236, 0x1 | 0x2)  # XLF_KERNEL_64 | CAN_BE_LOADED_ABOVE_4G
+    struct.pack_into("<I", setup, 0x238, 2047)
+    struct.pack_into("<Q", setup, 0x258, pref)
+    struct.pack_into("<I", setup, 0x260, init_size)
+    return bytes(setup) + bytes(syssize_bytes)
+
+
+def loader():
+    put("loader", "vmlinux", elf())
+    put("loader", "vmlinux-2seg", elf(phnum=2))
+    put("loader", "vmlinux-bss", elf(filesz=16, memsz=0x100000))
+    put("loader", "bzimage", bzimage())
+    put("loader", "bzimage-nosetup", bzimage(setup_sects=0))
+    put("loader", "bzimage-old", bzimage(version=0x020a))
+    put("loader", "bzimage-big-init", bzimage(init_size=0x3000000))
+
+
+# ---- cli -------------------------------------------------------------------
+def cli():
+    lines = {
+        "boot-min": ["--kernel", "vmlinux"],
+        "boot-full": ["--kernel=bzImage", "--initrd", "initrd.img", "--cmdline", "quiet panic=-1",
+                      "--mem", "512", "--vcpus", "2", "--console", "-", "--timeout", "30",
+                      "--json", "--no-stdin", "--disk", "disk.img", "--rng", "--verbose"],
+        "boot-bad": ["--kernel", "k", "--mem", "99999999999999999999", "--vcpus", "0"],
+        "boot-help": ["--help"],
+        "run-min": ["--", "/bin/true"],
+        "run-full": ["--kernel", "vmlinux", "--rootfs", "root.ext4", "--mem", "1024", "--vcpus", "4",
+                     "--timeout", "60", "--workspace-size", "512", "--env", "A=B", "--env", "C=D",
+                     "--put", "src:dst", "--get", "out:./res", "--stdin", "--json", "--",
+                     "sh", "-c", "echo hi"],
+        "run-dotdot": ["--get", "../x:/tmp", "--", "ls"],
+        "run-workspace": ["--put", "a:/tmp/workspace/b", "--", "cat", "b"],
+    }
+    for name, argv in lines.items():
+        put("cli", name, b"\0".join(a.encode() for a in argv))
+
+
+def main():
+    for fn in (virtqueue, vsock, proto, tar, loader, cli):
+        fn()
+    for t in sorted(os.listdir(CORPUS)):
+        d = os.path.join(CORPUS, t)
+        total = sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d))
+        if total > 100 * 1024:
+            sys.exit("corpus %s is %d bytes (limit 100 KiB)" % (t, total))
+
+
+if __name__ == "__main__":
+    main()
