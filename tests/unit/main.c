@@ -12,6 +12,8 @@ static Suite *(*const suites[])(void) = {
 	cpuid_suite, mptable_suite, uart_suite, cli_suite,
 	cpu_suite, console_suite, json_suite,
 	virtqueue_suite, virtio_mmio_suite, vsock_suite, proto_suite, tar_suite,
+	netpool_suite, virtio_net_suite,
+	dns_suite, dns_proxy_suite,
 };
 
 int main(void)

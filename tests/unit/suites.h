@@ -18,8 +18,12 @@ Suite *json_suite(void);
 
 Suite *virtqueue_suite(void);
 Suite *virtio_mmio_suite(void);
+Suite *netpool_suite(void);
+Suite *virtio_net_suite(void);
 Suite *vsock_suite(void);
 Suite *proto_suite(void);
 Suite *tar_suite(void);
+Suite *dns_suite(void);
+Suite *dns_proxy_suite(void);
 
 #endif
