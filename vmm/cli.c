@@ -37,6 +37,7 @@ const char cli_boot_usage[] =
 	"  --timeout SEC    stop the VM after SEC seconds (default: no limit)\n"
 	"  --disk PATH      raw disk image as a read-only virtio-blk device (/dev/vda)\n"
 	"  --rng            virtio-rng device fed from the host's getrandom()\n"
+	"  --vsock PATH     virtio-vsock, guest CID 3, bridged to Unix sockets at PATH\n"
 	"  --json           print a JSON result record on stdout at the end\n"
 	"  --no-stdin       do not forward stdin to the guest console\n"
 	"  --verbose        debug messages on stderr\n"
@@ -97,7 +98,7 @@ static int need_value(const char *name, const char *val)
 int cli_parse_boot(int argc, char **argv, struct boot_opts *o)
 {
 	enum { O_KERNEL = 256, O_INITRD, O_CMDLINE, O_MEM, O_VCPUS, O_CONSOLE,
-	       O_TIMEOUT, O_JSON, O_VERBOSE, O_HELP, O_NO_STDIN, O_DISK, O_RNG };
+	       O_TIMEOUT, O_JSON, O_VERBOSE, O_HELP, O_NO_STDIN, O_DISK, O_RNG, O_VSOCK };
 	static const struct option opts[] = {
 		{ "kernel", required_argument, NULL, O_KERNEL },
 		{ "initrd", required_argument, NULL, O_INITRD },
@@ -110,6 +111,7 @@ int cli_parse_boot(int argc, char **argv, struct boot_opts *o)
 		{ "no-stdin", no_argument, NULL, O_NO_STDIN },
 		{ "disk", required_argument, NULL, O_DISK },
 		{ "rng", no_argument, NULL, O_RNG },
+		{ "vsock", required_argument, NULL, O_VSOCK },
 		{ "verbose", no_argument, NULL, O_VERBOSE },
 		{ "help", no_argument, NULL, O_HELP },
 		{ NULL, 0, NULL, 0 },
@@ -163,6 +165,10 @@ int cli_parse_boot(int argc, char **argv, struct boot_opts *o)
 			break;
 		case O_RNG:
 			o->rng = true;
+			break;
+		case O_VSOCK:
+			o->vsock = optarg;
+			err = need_value("--vsock", optarg);
 			break;
 		case O_VERBOSE:
 			o->verbose = true;

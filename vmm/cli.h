@@ -23,6 +23,7 @@ struct boot_opts {
 	const char *console;	/* "-" for stdout */
 	const char *disk;	/* read-only virtio-blk image, or NULL */
 	bool rng;		/* virtio-rng */
+	const char *vsock;	/* virtio-vsock host socket path (guest CID 3), or NULL */
 	uint64_t mem_mib;
 	unsigned vcpus;
 	uint64_t timeout_sec;	/* 0: none */

@@ -208,6 +208,8 @@ static int cmd_boot(int argc, char **argv, uint64_t start, uint64_t start_wall)
 	cfg.initrd_path = o.initrd;
 	cfg.rootfs_path = o.disk;
 	cfg.rng = o.rng;
+	cfg.vsock_uds = o.vsock;
+	cfg.guest_cid = 3;
 	cfg.cmdline = o.cmdline;
 	cfg.mem_bytes = o.mem_mib << 20;
 	cfg.nr_vcpus = o.vcpus;

@@ -183,6 +183,16 @@ START_TEST(boot_all_options)
 }
 END_TEST
 
+START_TEST(boot_vsock)
+{
+	ck_assert_int_eq(BOOT("--kernel", "k"), 0);
+	ck_assert_ptr_null(o.vsock);
+	ck_assert_int_eq(BOOT("--kernel", "k", "--vsock", "/tmp/v.sock"), 0);
+	ck_assert_str_eq(o.vsock, "/tmp/v.sock");
+	assert_rejected(BOOT("--kernel", "k", "--vsock", ""), "--vsock");
+}
+END_TEST
+
 START_TEST(boot_equals_form_and_order)
 {
 	ck_assert_int_eq(BOOT("--mem=512", "--vcpus=2", "--kernel=k", "--timeout=5"), 0);
@@ -510,6 +520,7 @@ Suite *cli_suite(void)
 	tcase_add_checked_fixture(tc, NULL, reset_getopt);
 	tcase_add_test(tc, boot_minimal_defaults);
 	tcase_add_test(tc, boot_all_options);
+	tcase_add_test(tc, boot_vsock);
 	tcase_add_test(tc, boot_equals_form_and_order);
 	tcase_add_test(tc, boot_empty_cmdline_allowed);
 	tcase_add_test(tc, boot_mem_limits_accepted);
