@@ -106,5 +106,20 @@ run "fork bomb is contained by the pids limit" 0 --timeout 30 -- sh -c \
 	'( while :; do sleep 10 & done ) 2>/dev/null; echo contained'
 has "the bomb hit the limit and the job went on" $W/out "contained"
 
+# SIGTERM mid-job: the VM is torn down, husk says why, nothing is left behind.
+"$HUSK" run -- sleep 60 >$W/out 2>$W/err </dev/null &
+hp=$!
+sleep 6
+kill -TERM $hp
+wait $hp
+st=$?
+[ $st = 143 ] && ok "SIGTERM stops the run with 128+15" || { bad "SIGTERM: exit $st"; show $W/err; }
+if ls -d ${TMPDIR:-/tmp}/husk-run-* >/dev/null 2>&1; then
+	bad "runtime directories left behind: $(ls -d ${TMPDIR:-/tmp}/husk-run-*)"
+else
+	ok "no runtime directory left behind"
+fi
+if ls -A $W/results | grep -q '^\.husk-get'; then bad "staging directory left in results"; else ok "no staging directory left"; fi
+
 echo "testhost run: $pass passed, $fail failed"
 [ $fail = 0 ]
