@@ -12,6 +12,7 @@ void console_init(struct console *c, int fd)
 	memset(c, 0, sizeof(*c));
 	pthread_mutex_init(&c->lock, NULL);
 	c->fd = fd;
+	c->limit = CONSOLE_DEFAULT_LIMIT;
 }
 
 static void write_all(int fd, const char *p, size_t n)
@@ -30,9 +31,20 @@ static void write_all(int fd, const char *p, size_t n)
 
 static void flush_locked(struct console *c)
 {
+	static const char marker[] = "\n[husk: console log limit reached; further "
+				     "output is dropped and counted]\n";
+	uint64_t room = c->written < c->limit ? c->limit - c->written : 0;
+	unsigned n = c->len < room ? c->len : (unsigned)room;
+
 	if (!c->len)
 		return;
-	write_all(c->fd, c->line, c->len);
+	write_all(c->fd, c->line, n);
+	c->written += n;
+	if (n < c->len) {
+		if (!c->dropped)
+			write_all(c->fd, marker, sizeof(marker) - 1);
+		c->dropped += c->len - n;
+	}
 	c->len = 0;
 }
 

@@ -14,6 +14,11 @@
 #include <stdint.h>
 
 #define CONSOLE_LINE_MAX 512
+/*
+ * A guest can print forever; the log it leaves on the host is bounded.
+ * Past the limit output is counted, not written, and one marker says so.
+ */
+#define CONSOLE_DEFAULT_LIMIT (64ull << 20)
 #define CONSOLE_PANIC_BANNER "Kernel panic - not syncing"
 
 struct console {
@@ -22,6 +27,9 @@ struct console {
 	char line[CONSOLE_LINE_MAX];
 	unsigned len;
 	uint64_t bytes;		/* total bytes the guest wrote */
+	uint64_t written;	/* bytes written to fd */
+	uint64_t limit;		/* most bytes written to fd */
+	uint64_t dropped;	/* bytes beyond the limit */
 	/*
 	 * The banner is matched byte by byte as it streams past, so neither a
 	 * partial-line flush nor the line-length cut can hide it; once seen, the

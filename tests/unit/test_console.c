@@ -84,6 +84,22 @@ START_TEST(init_state)
 }
 END_TEST
 
+START_TEST(log_limit_drops_and_counts)
+{
+	con.limit = 10;
+	ck_assert_uint_eq(CONSOLE_DEFAULT_LIMIT, 64ull << 20);
+	put_str("0123456\n");		/* 8 bytes: under the limit */
+	put_str("abcdef\n");		/* 2 fit, 5 dropped */
+	put_str("more\n");		/* all 5 dropped, no second marker */
+	drain();
+	ck_assert_str_eq(out, "0123456\nab\n[husk: console log limit reached; further "
+			 "output is dropped and counted]\n");
+	ck_assert_uint_eq(con.written, 10);
+	ck_assert_uint_eq(con.dropped, 10);
+	ck_assert_uint_eq(con.bytes, 20);
+}
+END_TEST
+
 START_TEST(written_a_line_at_a_time)
 {
 	put_str("hello");
@@ -366,6 +382,7 @@ Suite *console_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, init_state);
 	tcase_add_test(tc, written_a_line_at_a_time);
+	tcase_add_test(tc, log_limit_drops_and_counts);
 	tcase_add_test(tc, several_lines);
 	tcase_add_test(tc, carriage_return_dropped_but_counted);
 	tcase_add_test(tc, lone_carriage_return_not_a_line_end);
