@@ -69,7 +69,14 @@ struct job_spec {
 	uint32_t pids_limit;
 	uint32_t nofile;
 	uint64_t fsize;		/* RLIM_INFINITY unless given */
+	bool net;		/* configure eth0 (T_JOB_NET_*) */
+	uint32_t net_addr;	/* IPv4, network order */
+	uint32_t net_gw;	/* gateway and DNS server, network order */
+	uint8_t net_prefix;
 };
+
+/* net.c: lo and eth0 up, address, default route, resolv.conf. */
+int net_setup(const struct job_spec *js);
 
 struct job_result {
 	bool exited;		/* else killed by signal */

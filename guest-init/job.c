@@ -8,6 +8,7 @@
  * (tar in and out) happens in children that already are the agent user,
  * so a hostile archive or path can only touch what the job itself could.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -152,6 +153,13 @@ static int spec_elem(struct job_spec *js, const struct tlv *t, uint64_t *seen)
 		return err;
 	case T_JOB_FSIZE:
 		return tlv_u64(t, &js->fsize);
+	case T_JOB_NET_ADDR:
+		js->net = true;
+		return tlv_u32(t, &js->net_addr);
+	case T_JOB_NET_GW:
+		return tlv_u32(t, &js->net_gw);
+	case T_JOB_NET_PREFIX:
+		return tlv_u8(t, &js->net_prefix);
 	}
 	return husk_seterr(EINVAL, "job spec has unknown tag %u", t->tag);
 }
@@ -160,7 +168,7 @@ int job_spec_parse(const uint8_t *p, size_t len, struct job_spec *js)
 {
 	struct tlv_iter it;
 	struct tlv t;
-	uint64_t seen = 0;
+	uint64_t seen = 0, net_tags;
 	int r;
 
 	memset(js, 0, sizeof(*js));
@@ -182,6 +190,21 @@ int job_spec_parse(const uint8_t *p, size_t len, struct job_spec *js)
 		return husk_seterr(EINVAL, "job command is an empty string");
 	if (!js->workspace_mib)
 		js->workspace_mib = DEFAULT_WORKSPACE_MIB;
+	/* Network: all three tags or none; the gateway must be on-link. */
+	net_tags = seen & (1ull << T_JOB_NET_ADDR | 1ull << T_JOB_NET_GW |
+			   1ull << T_JOB_NET_PREFIX);
+	if (net_tags) {
+		uint32_t mask = js->net_prefix && js->net_prefix <= 32 ?
+				htonl(~0u << (32 - js->net_prefix)) : 0;
+
+		if (net_tags != (1ull << T_JOB_NET_ADDR | 1ull << T_JOB_NET_GW |
+				 1ull << T_JOB_NET_PREFIX))
+			return husk_seterr(EINVAL, "job spec has a partial network configuration");
+		if (!mask || !js->net_addr || js->net_addr == js->net_gw ||
+		    ((js->net_addr ^ js->net_gw) & mask))
+			return husk_seterr(EINVAL, "job spec network address, gateway or prefix "
+					   "is invalid");
+	}
 	return 0;
 }
 

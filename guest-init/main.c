@@ -337,6 +337,8 @@ int main(int argc, char **argv)
 		set_clock(js.clock_ns);
 		seed_rng(js.seed, js.seed_len);
 		mount_workspace(js.workspace_mib);
+		if (net_setup(&js))
+			fatal("network: %s", husk_lasterr());
 		if (sandbox_cgroup_create(&js))
 			fatal("job cgroup: %s", husk_lasterr());
 		cfg.use_cgroup = true;

@@ -1,8 +1,11 @@
 /*
  * cli_run: parse and validate `husk run`. See cli_run.h.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -15,7 +18,8 @@ const char cli_run_usage[] =
 	"                [--timeout SEC] [--workspace-size MiB] [--env K=V]...\n"
 	"                [--put HOSTPATH:GUESTPATH]... [--get GUESTPATH:HOSTDIR]...\n"
 	"                [--get-always] [--stdin] [--max-output BYTES] [--json]\n"
-	"                [--console FILE] [--verbose] -- CMD [ARGS...]\n"
+	"                [--console FILE] [--net none|egress] [--allow RULE]...\n"
+	"                [--verbose] -- CMD [ARGS...]\n"
 	"\n"
 	"Boot a fresh microVM, run CMD inside as the unprivileged agentuser in a\n"
 	"tmpfs workspace (/tmp/workspace) on a read-only root, stream its stdout and\n"
@@ -37,6 +41,10 @@ const char cli_run_usage[] =
 	"                      16 MiB each); the rest is counted and dropped\n"
 	"  --json              print a JSON result record on stdout at the end\n"
 	"  --console FILE      write the guest's serial console to FILE\n"
+	"  --net MODE          none (default): no network card; egress: a NIC whose\n"
+	"                      traffic is denied except DNS and what --allow opens\n"
+	"  --allow RULE        with --net egress, allow CIDR[:tcp|udp|icmp|any\n"
+	"                      [:PORT[-PORT],...]], e.g. 198.51.100.0/24:tcp:80,443\n"
 	"  --verbose           debug messages on stderr\n"
 	"\n"
 	"Exit status: the job's exit code; 128+N if a signal N killed it; 124 the\n"
@@ -87,10 +95,96 @@ static int split_xfer(const char *opt, char *arg, struct run_xfer *x, bool guest
 	return 0;
 }
 
+/* "P" or "P-Q" (1..65535, P <= Q), comma separated, at most the map's limit. */
+static int parse_ports(const char *arg, const char *s, struct run_allow *a)
+{
+	if (!*s)
+		goto bad;
+	while (*s) {
+		unsigned long lo, hi;
+		char *end;
+
+		if (a->nports == EGRESS_MAX_PORT_RANGES)
+			return husk_seterr(EINVAL, "--allow %s: more than %d port ranges", arg,
+					   EGRESS_MAX_PORT_RANGES);
+		if (*s < '0' || *s > '9')
+			goto bad;
+		lo = hi = strtoul(s, &end, 10);
+		if (*end == '-') {
+			if (end[1] < '0' || end[1] > '9')
+				goto bad;
+			hi = strtoul(end + 1, &end, 10);
+		}
+		if (lo < 1 || hi > 65535 || lo > hi || (*end && *end != ','))
+			goto bad;
+		a->ports[a->nports].lo = lo;
+		a->ports[a->nports].hi = hi;
+		a->nports++;
+		s = *end ? end + 1 : end;
+		if (*end && !*s)
+			goto bad;
+	}
+	return 0;
+bad:
+	return husk_seterr(EINVAL, "--allow %s: ports must be PORT[-PORT],... in 1..65535",
+			   arg);
+}
+
+int cli_parse_allow(const char *arg, struct run_allow *a)
+{
+	char buf[128], *proto, *ports, *slash, *end;
+	unsigned long len;
+	uint32_t mask;
+
+	memset(a, 0, sizeof(*a));
+	if (strlen(arg) >= sizeof(buf))
+		return husk_seterr(EINVAL, "--allow %.40s...: too long", arg);
+	strcpy(buf, arg);
+	proto = strchr(buf, ':');
+	ports = NULL;
+	if (proto) {
+		*proto++ = '\0';
+		ports = strchr(proto, ':');
+		if (ports)
+			*ports++ = '\0';
+	}
+	slash = strchr(buf, '/');
+	if (!slash || !slash[1])
+		return husk_seterr(EINVAL, "--allow %s: needs an IPv4 CIDR a.b.c.d/len", arg);
+	*slash = '\0';
+	len = strtoul(slash + 1, &end, 10);
+	if (*end || len > 32 || slash[1] < '0' || slash[1] > '9' ||
+	    inet_pton(AF_INET, buf, &a->addr) != 1)
+		return husk_seterr(EINVAL, "--allow %s: needs an IPv4 CIDR a.b.c.d/len", arg);
+	mask = len ? htonl(~0u << (32 - len)) : 0;
+	if (a->addr.s_addr & ~mask)
+		return husk_seterr(EINVAL, "--allow %s: host bits set after /%lu", arg, len);
+	a->prefixlen = len;
+	a->protos = EGRESS_P_ANY;
+	if (proto) {
+		if (!strcmp(proto, "tcp"))
+			a->protos = EGRESS_P_TCP;
+		else if (!strcmp(proto, "udp"))
+			a->protos = EGRESS_P_UDP;
+		else if (!strcmp(proto, "icmp"))
+			a->protos = EGRESS_P_ICMP;
+		else if (strcmp(proto, "any"))
+			return husk_seterr(EINVAL, "--allow %s: protocol must be tcp, udp, icmp "
+					   "or any", arg);
+	}
+	if (ports) {
+		if (a->protos == EGRESS_P_ICMP)
+			return husk_seterr(EINVAL, "--allow %s: icmp has no ports", arg);
+		return parse_ports(arg, ports, a);
+	}
+	return 0;
+}
+
 int cli_parse_run(int argc, char **argv, struct run_opts *o)
 {
 	enum { O_KERNEL = 256, O_ROOTFS, O_MEM, O_VCPUS, O_TIMEOUT, O_WS, O_ENV, O_PUT,
-	       O_GET, O_GET_ALWAYS, O_STDIN, O_JSON, O_CONSOLE, O_VERBOSE, O_HELP, O_MAX_OUTPUT };
+	       O_GET, O_GET_ALWAYS, O_STDIN, O_JSON, O_CONSOLE, O_VERBOSE, O_HELP, O_MAX_OUTPUT,
+	       O_NET, O_ALLOW };
 	static const struct option opts[] = {
 		{ "kernel", required_argument, NULL, O_KERNEL },
 		{ "rootfs", required_argument, NULL, O_ROOTFS },
@@ -108,6 +202,8 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 		{ "console", required_argument, NULL, O_CONSOLE },
 		{ "verbose", no_argument, NULL, O_VERBOSE },
 		{ "help", no_argument, NULL, O_HELP },
+		{ "net", required_argument, NULL, O_NET },
+		{ "allow", required_argument, NULL, O_ALLOW },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t v;
@@ -182,6 +278,21 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 		case O_VERBOSE:
 			o->verbose = true;
 			break;
+		case O_NET:
+			if (!strcmp(optarg, "none"))
+				o->net = RUN_NET_NONE;
+			else if (!strcmp(optarg, "egress"))
+				o->net = RUN_NET_EGRESS;
+			else
+				err = husk_seterr(EINVAL, "--net must be none or egress, not '%s'",
+						  optarg);
+			break;
+		case O_ALLOW:
+			if (o->nr_allow == RUN_MAX_ALLOW)
+				err = husk_seterr(EINVAL, "more than %d --allow", RUN_MAX_ALLOW);
+			else
+				err = cli_parse_allow(optarg, &o->allow[o->nr_allow++]);
+			break;
 		case O_HELP:
 			o->help = true;
 			return 0;
@@ -195,6 +306,8 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 		return husk_seterr(EINVAL, "no command given: husk run [OPTIONS] -- CMD [ARGS...]");
 	if (o->get_always && !o->nr_get)
 		return husk_seterr(EINVAL, "--get-always without --get");
+	if (o->nr_allow && o->net != RUN_NET_EGRESS)
+		return husk_seterr(EINVAL, "--allow needs --net egress");
 	o->argv = argv + optind;
 	o->argc = argc - optind;
 	return 0;

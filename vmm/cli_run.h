@@ -5,8 +5,11 @@
 #ifndef HUSK_CLI_RUN_H
 #define HUSK_CLI_RUN_H
 
+#include <netinet/in.h>
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "../bpf/egress.h"
 
 #define RUN_MAX_ENV 256
 #define RUN_MAX_PUTS 32
@@ -16,6 +19,21 @@
 #define RUN_DEFAULT_WORKSPACE_MIB 256
 #define RUN_MAX_WORKSPACE_MIB (64 * 1024)
 #define RUN_DEFAULT_MAX_OUTPUT (16ull << 20)
+#define RUN_MAX_ALLOW 64
+
+enum run_net {
+	RUN_NET_NONE = 0,	/* no network card at all */
+	RUN_NET_EGRESS,		/* tap + eBPF filter: deny by default, --allow opens */
+};
+
+/* One --allow CIDR[:PROTO[:PORTS]] (IPv4). */
+struct run_allow {
+	struct in_addr addr;		/* network order, host bits zero */
+	unsigned prefixlen;
+	unsigned protos;		/* EGRESS_P_* */
+	struct egress_port_range ports[EGRESS_MAX_PORT_RANGES];
+	unsigned nports;		/* 0 = every port */
+};
 
 struct run_xfer {
 	const char *host;	/* --put source / --get target directory */
@@ -38,6 +56,9 @@ struct run_opts {
 	struct run_xfer get[RUN_MAX_GETS];
 	unsigned nr_get;
 	bool get_always;
+	enum run_net net;
+	struct run_allow allow[RUN_MAX_ALLOW];
+	unsigned nr_allow;
 	bool stdin;
 	bool json;
 	bool verbose;
@@ -53,6 +74,8 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o);
  * 4095 bytes; a leading "/tmp/workspace/" is accepted and stripped.
  */
 const char *cli_workspace_path(const char *p);
+/* Parse one --allow value: "a.b.c.d/len[:tcp|udp|icmp|any[:P[-P],...]]". */
+int cli_parse_allow(const char *arg, struct run_allow *a);
 
 extern const char cli_run_usage[];
 

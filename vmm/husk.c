@@ -204,6 +204,7 @@ static int cmd_boot(int argc, char **argv, uint64_t start, uint64_t start_wall)
 	block_signals();
 
 	memset(&cfg, 0, sizeof(cfg));
+	cfg.net_tap_fd = -1;
 	cfg.kernel_path = o.kernel;
 	cfg.initrd_path = o.initrd;
 	cfg.rootfs_path = o.disk;

@@ -8,6 +8,7 @@
  * the guest sends is checked; a guest that misbehaves ends the run as a VM
  * failure, never as a crash or a hang.
  */
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/file.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -26,9 +28,13 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "egress.h"
 #include "json.h"
+#include "netlink.h"
+#include "netpool.h"
 #include "proto.h"
 #include "run.h"
+#include "tap.h"
 #include "tar.h"
 #include "util.h"
 
@@ -40,6 +46,8 @@
 #define SEND_TIMEOUT_MS 10000
 #define DONE_GRACE_US (5ull * 1000000)
 #define CHUNK (64 * 1024)
+#define NET_LOCK_DIR "/run/husk/net"
+#define NET_SLOTS 1024
 
 enum run_state { S_CONNECT, S_HELLO, S_RUNNING, S_FILES_OUT, S_DONE };
 
@@ -64,6 +72,13 @@ struct run {
 	struct get_dir gets[RUN_MAX_GETS];
 	uint64_t deadline, done_at;
 	int sig;
+	/* --net egress */
+	int slot_fd;			/* flock'ed NET_LOCK_DIR/<slot>.lock */
+	int tap_fd;			/* until the VM owns it */
+	int ifindex;			/* 0: no tap */
+	bool egress_on;			/* filter attached to ifindex */
+	char ifname[IFNAMSIZ];
+	struct netpool_lease lease;
 };
 
 /* ---- default images ---- */
@@ -95,6 +110,120 @@ static int find_image(const char *given, const char *env, const char *name,
 		return 0;
 	return husk_seterr(ENOENT, "no default %s: build it with 'make images' in the husk "
 			   "build tree, or pass it explicitly (or set %s)", name, env);
+}
+
+/* ---- --net egress: slot, tap, host address, filter ---- */
+
+/*
+ * The first free slot: one lock file per slot, held with flock for the
+ * life of the run, so a crashed husk frees its slot with its last fd.
+ */
+static int net_lock_slot(struct run *R)
+{
+	char path[64];
+	unsigned i;
+	int fd;
+
+	if ((mkdir("/run/husk", 0755) && errno != EEXIST) ||
+	    (mkdir(NET_LOCK_DIR, 0700) && errno != EEXIST))
+		return husk_seterr(errno, "cannot create %s: %s (--net needs root)",
+				   NET_LOCK_DIR, strerror(errno));
+	for (i = 0; i < NET_SLOTS; i++) {
+		snprintf(path, sizeof(path), NET_LOCK_DIR "/%u.lock", i);
+		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd < 0)
+			return husk_seterr(errno, "cannot open %s: %s", path, strerror(errno));
+		if (!flock(fd, LOCK_EX | LOCK_NB)) {
+			R->slot_fd = fd;
+			return i;
+		}
+		close(fd);
+	}
+	return husk_seterr(EBUSY, "all %d network slots are in use", NET_SLOTS);
+}
+
+static int net_setup(struct run *R, struct vm_config *cfg)
+{
+	const struct run_opts *o = R->o;
+	struct egress_policy pol;
+	struct netpool pool;
+	char name[IFNAMSIZ];
+	unsigned i;
+	int slot, fd, err;
+
+	slot = net_lock_slot(R);
+	if (slot < 0)
+		return slot;
+	err = netpool_parse(NETPOOL_DEFAULT, &pool);
+	if (!err)
+		err = netpool_lease(&pool, slot, &R->lease);
+	if (err)
+		return husk_seterr(err, "no addresses for network slot %d", slot);
+	snprintf(name, sizeof(name), "husk%d", slot);
+	fd = tap_open(name, R->ifname);
+	if (fd < 0)
+		return fd;
+	/* A zeroed vm_config means "no NIC" with fd 0: keep the tap above stdio. */
+	if (fd <= STDERR_FILENO) {
+		int nfd = fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+
+		close(fd);
+		if (nfd < 0)
+			return husk_seterr(errno, "dup of the tap fd: %s", strerror(errno));
+		fd = nfd;
+	}
+	R->tap_fd = fd;
+	err = netlink_ifindex(R->ifname);
+	if (err < 0)
+		return err;
+	R->ifindex = err;
+	/* Host end .1, point-to-point to the guest's .2. */
+	err = netlink_addr_add(R->ifindex, AF_INET, &R->lease.host, R->lease.prefixlen,
+			       &R->lease.guest);
+	if (!err)
+		err = netlink_link_up(R->ifindex);
+	if (!err)
+		err = egress_open();
+	if (err)
+		return err;
+	memset(&pol, 0, sizeof(pol));
+	memcpy(pol.guest_mac, R->lease.mac, sizeof(pol.guest_mac));
+	pol.guest_ip4 = R->lease.guest;
+	pol.gateway_ip4 = R->lease.host;
+	err = egress_attach(R->ifindex, &pol);
+	if (err)
+		return err;
+	R->egress_on = true;
+	R->r->net = true;
+	for (i = 0; i < o->nr_allow; i++) {
+		const struct run_allow *a = &o->allow[i];
+
+		err = egress_allow_cidr(R->ifindex, AF_INET, &a->addr, a->prefixlen, a->protos,
+					a->ports, a->nports);
+		if (err)
+			return err;
+	}
+	husk_debug("net: slot %d, %s, guest %s", slot, R->ifname, inet_ntoa(R->lease.guest));
+	/* The VM owns the tap from vm_create on. */
+	cfg->net_tap_fd = R->tap_fd;
+	memcpy(cfg->net_mac, R->lease.mac, sizeof(cfg->net_mac));
+	R->tap_fd = -1;
+	return 0;
+}
+
+/* After vm_destroy (the tap's last fd is gone, so is the interface). */
+static void net_teardown(struct run *R)
+{
+	if (R->egress_on) {
+		R->r->net_counters = !egress_read_counters(R->ifindex, &R->r->net_ctr);
+		if (egress_detach(R->ifindex))
+			husk_msg("warning: %s", husk_lasterr());
+	}
+	if (R->tap_fd >= 0)
+		close(R->tap_fd);
+	if (R->slot_fd >= 0)
+		close(R->slot_fd);	/* unlocks the slot */
+	R->tap_fd = R->slot_fd = -1;
 }
 
 /* ---- files out: staging directories committed only on success ---- */
@@ -277,6 +406,12 @@ static int send_job(struct run *R)
 	tlv_put_u8(&b, T_JOB_FILES_IN, o->nr_put);
 	for (i = 0; i < o->nr_get; i++)
 		tlv_put_str(&b, T_JOB_GET, o->get[i].guest);
+	if (R->r->net) {
+		/* Addresses in network order, as the in_addr holds them. */
+		tlv_put_u32(&b, T_JOB_NET_ADDR, R->lease.guest.s_addr);
+		tlv_put_u32(&b, T_JOB_NET_GW, R->lease.host.s_addr);
+		tlv_put_u8(&b, T_JOB_NET_PREFIX, R->lease.prefixlen);
+	}
 	if (b.failed) {
 		tlv_free(&b);
 		return husk_seterr(E2BIG, "the job description is too large");
@@ -633,6 +768,15 @@ static int setup(struct run *R, uint64_t start)
 					   strerror(errno));
 	}
 	memset(&cfg, 0, sizeof(cfg));
+	cfg.net_tap_fd = -1;
+	if (o->net == RUN_NET_EGRESS) {
+		err = net_setup(R, &cfg);
+		if (err) {
+			if (fd >= 0)
+				close(fd);
+			return err;
+		}
+	}
 	cfg.kernel_path = kernel;
 	cfg.rootfs_path = rootfs;
 	cfg.rng = true;
@@ -683,7 +827,7 @@ int run_job(const struct run_opts *o, uint64_t start, struct run_result *r)
 	memset(&R, 0, sizeof(R));
 	R.o = o;
 	R.r = r;
-	R.lfd = R.cfd = R.sfd = -1;
+	R.lfd = R.cfd = R.sfd = R.slot_fd = R.tap_fd = -1;
 	R.in_fd = o->stdin ? STDIN_FILENO : -1;
 	for (i = 0; i < RUN_MAX_GETS; i++)
 		R.gets[i].dirfd = R.gets[i].tmpfd = -1;
@@ -702,6 +846,7 @@ int run_job(const struct run_opts *o, uint64_t start, struct run_result *r)
 		event_loop(&R);
 	}
 	vm_destroy(R.vm);
+	net_teardown(&R);
 	r->reason = R.vm->reason;
 	if (R.vm->t.first_run)
 		r->t_first_run = R.vm->t.first_run - start;
@@ -763,11 +908,31 @@ void run_print_json(const struct run_result *r)
 		"\"stderr_dropped\":%llu},\"files_committed\":%s,"
 		"\"start_epoch_us\":%llu,\"timings_us\":{\"process_start\":0,"
 		"\"first_kvm_run\":%lld,\"init\":%lld,\"job_start\":%lld,\"job_end\":%lld,"
-		"\"vm_exit\":%lld,\"teardown\":%lld}}\n",
+		"\"vm_exit\":%lld,\"teardown\":%lld}",
 		(unsigned long long)r->stdout_bytes, (unsigned long long)r->stderr_bytes,
 		(unsigned long long)r->stdout_dropped, (unsigned long long)r->stderr_dropped,
 		r->files_committed ? "true" : "false", (unsigned long long)r->start_epoch_us,
 		(long long)r->t_first_run, (long long)r->t_init, (long long)r->t_job_start,
 		(long long)r->t_job_end, (long long)r->t_exit, (long long)r->t_teardown);
+	if (r->net) {
+		const struct egress_counters *c = &r->net_ctr;
+		unsigned i;
+
+		/* Counters are null when the filter could not be read. */
+		fputs(",\"network\":{\"mode\":\"egress\"", f);
+		if (r->net_counters) {
+			fprintf(f, ",\"packets_out\":%llu,\"bytes_out\":%llu,\"drops\":%llu,"
+				"\"drops_by_reason\":{", (unsigned long long)c->packets,
+				(unsigned long long)c->bytes, (unsigned long long)c->dropped);
+			for (i = 0; i < EGRESS_DROP__MAX; i++)
+				fprintf(f, "%s\"%s\":%llu", i ? "," : "", egress_reason_name(i),
+					(unsigned long long)c->drops[i]);
+			fputs("}}", f);
+		} else {
+			fputs(",\"packets_out\":null,\"bytes_out\":null,\"drops\":null,"
+			      "\"drops_by_reason\":null}", f);
+		}
+	}
+	fputs("}\n", f);
 	fflush(f);
 }

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../bpf/egress.h"
 #include "cli_run.h"
 #include "vm.h"
 
@@ -32,6 +33,9 @@ struct run_result {
 	/* Microseconds since process start; -1 when a phase was not reached. */
 	int64_t t_first_run, t_init, t_job_start, t_job_end, t_exit, t_teardown;
 	uint64_t start_epoch_us;
+	bool net;			/* --net egress was set up */
+	bool net_counters;		/* net_ctr is valid */
+	struct egress_counters net_ctr;	/* the egress filter's, for this VM */
 };
 
 /* Run the job; fills r and returns husk's exit status. */

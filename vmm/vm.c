@@ -21,6 +21,7 @@
 #include "mptable_x86.h"
 #include "util.h"
 #include "virtio_blk.h"
+#include "virtio_net.h"
 #include "virtio_rng.h"
 #include "virtio_vsock.h"
 #include "vm.h"
@@ -180,6 +181,11 @@ static int create_devices(struct vm *vm, const struct vm_config *cfg)
 		err = virtio_rng_create(vm);
 	if (!err && cfg->vsock_uds)
 		err = virtio_vsock_create(vm, cfg->guest_cid, cfg->vsock_uds);
+	/* virtio_net_create owns the tap fd from here, also on failure. */
+	if (!err && cfg->net_tap_fd >= 0)
+		err = virtio_net_create(vm, cfg->net_tap_fd, cfg->net_mac);
+	else if (cfg->net_tap_fd >= 0)
+		close(cfg->net_tap_fd);
 	return err;
 }
 

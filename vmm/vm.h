@@ -51,6 +51,12 @@ struct vm_config {
 	uint64_t mem_bytes;
 	unsigned nr_vcpus;
 	int console_fd;			/* -1: discard */
+	/*
+	 * Tap for a virtio-net NIC, owned by the VM from vm_create on. -1 (or
+	 * 0, so a zeroed config has no NIC: stdin is never a tap) means none.
+	 */
+	int net_tap_fd;
+	uint8_t net_mac[6];		/* guest MAC when net_tap_fd >= 0 */
 };
 
 struct vcpu {

@@ -489,6 +489,67 @@ START_TEST(run_rejected)
 }
 END_TEST
 
+START_TEST(run_net)
+{
+	const struct run_allow *a;
+
+	ck_assert_int_eq(RUN("--", "true"), 0);
+	ck_assert_int_eq(ro.net, RUN_NET_NONE);
+	ck_assert_uint_eq(ro.nr_allow, 0);
+	ck_assert_int_eq(RUN("--net", "none", "--", "true"), 0);
+	ck_assert_int_eq(ro.net, RUN_NET_NONE);
+	ck_assert_int_eq(RUN("--net", "egress", "--allow", "198.51.100.1/32:tcp:8080",
+			     "--allow", "10.0.0.0/8", "--allow", "192.0.2.0/24:udp:53,1000-2000",
+			     "--allow", "0.0.0.0/0:icmp", "--", "true"), 0);
+	ck_assert_int_eq(ro.net, RUN_NET_EGRESS);
+	ck_assert_uint_eq(ro.nr_allow, 4);
+	a = &ro.allow[0];
+	ck_assert_uint_eq(ntohl(a->addr.s_addr), 0xc6336401);
+	ck_assert_uint_eq(a->prefixlen, 32);
+	ck_assert_uint_eq(a->protos, EGRESS_P_TCP);
+	ck_assert_uint_eq(a->nports, 1);
+	ck_assert_uint_eq(a->ports[0].lo, 8080);
+	ck_assert_uint_eq(a->ports[0].hi, 8080);
+	a = &ro.allow[1];
+	ck_assert_uint_eq(a->prefixlen, 8);
+	ck_assert_uint_eq(a->protos, EGRESS_P_ANY);
+	ck_assert_uint_eq(a->nports, 0);
+	a = &ro.allow[2];
+	ck_assert_uint_eq(a->protos, EGRESS_P_UDP);
+	ck_assert_uint_eq(a->nports, 2);
+	ck_assert_uint_eq(a->ports[1].lo, 1000);
+	ck_assert_uint_eq(a->ports[1].hi, 2000);
+	ck_assert_uint_eq(ro.allow[3].protos, EGRESS_P_ICMP);
+	ck_assert_uint_eq(ro.allow[3].prefixlen, 0);
+}
+END_TEST
+
+START_TEST(run_net_rejected)
+{
+	assert_rejected(RUN("--net", "bridge", "--", "x"), "none or egress");
+	assert_rejected(RUN("--allow", "10.0.0.0/8", "--", "x"), "needs --net egress");
+#define BAD_ALLOW(v, why) \
+	assert_rejected(RUN("--net", "egress", "--allow", v, "--", "x"), why)
+	BAD_ALLOW("10.0.0.1", "CIDR");
+	BAD_ALLOW("10.0.0.0/", "CIDR");
+	BAD_ALLOW("10.0.0.0/33", "CIDR");
+	BAD_ALLOW("10.0.0.0/x", "CIDR");
+	BAD_ALLOW("host/32", "CIDR");
+	BAD_ALLOW("10.0.0.1/8", "host bits");
+	BAD_ALLOW("10.0.0.0/8:sctp", "protocol");
+	BAD_ALLOW("10.0.0.0/8:icmp:80", "icmp has no ports");
+	BAD_ALLOW("10.0.0.0/8:tcp:", "ports");
+	BAD_ALLOW("10.0.0.0/8:tcp:0", "ports");
+	BAD_ALLOW("10.0.0.0/8:tcp:65536", "ports");
+	BAD_ALLOW("10.0.0.0/8:tcp:90-80", "ports");
+	BAD_ALLOW("10.0.0.0/8:tcp:80,", "ports");
+	BAD_ALLOW("10.0.0.0/8:tcp:80-", "ports");
+	BAD_ALLOW("10.0.0.0/8:tcp:a", "ports");
+	BAD_ALLOW("10.0.0.0/8:tcp:1,2,3,4,5,6,7,8,9", "port ranges");
+#undef BAD_ALLOW
+}
+END_TEST
+
 START_TEST(run_workspace_paths)
 {
 	ck_assert_str_eq(cli_workspace_path("a/b"), "a/b");
@@ -549,6 +610,8 @@ Suite *cli_suite(void)
 	tcase_add_test(tc, run_all_options);
 	tcase_add_test(tc, run_rejected);
 	tcase_add_test(tc, run_workspace_paths);
+	tcase_add_test(tc, run_net);
+	tcase_add_test(tc, run_net_rejected);
 	suite_add_tcase(s, tc);
 	return s;
 }
