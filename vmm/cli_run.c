@@ -19,6 +19,7 @@ const char cli_run_usage[] =
 	"                [--put HOSTPATH:GUESTPATH]... [--get GUESTPATH:HOSTDIR]...\n"
 	"                [--get-always] [--stdin] [--max-output BYTES] [--json]\n"
 	"                [--console FILE] [--net none|egress] [--allow RULE]...\n"
+	"                [--conn-rate N] [--egress-limit BYTES]\n"
 	"                [--verbose] -- CMD [ARGS...]\n"
 	"\n"
 	"Boot a fresh microVM, run CMD inside as the unprivileged agentuser in a\n"
@@ -45,6 +46,10 @@ const char cli_run_usage[] =
 	"                      traffic is denied except DNS and what --allow opens\n"
 	"  --allow RULE        with --net egress, allow CIDR[:tcp|udp|icmp|any\n"
 	"                      [:PORT[-PORT],...]], e.g. 198.51.100.0/24:tcp:80,443\n"
+	"  --conn-rate N       with --net egress, kill the VM when it opens more than\n"
+	"                      N new connections in one second (default 100)\n"
+	"  --egress-limit B    with --net egress, kill the VM when it sends more than\n"
+	"                      B bytes in total (default 1 GiB)\n"
 	"  --verbose           debug messages on stderr\n"
 	"\n"
 	"Exit status: the job's exit code; 128+N if a signal N killed it; 124 the\n"
@@ -184,7 +189,7 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 {
 	enum { O_KERNEL = 256, O_ROOTFS, O_MEM, O_VCPUS, O_TIMEOUT, O_WS, O_ENV, O_PUT,
 	       O_GET, O_GET_ALWAYS, O_STDIN, O_JSON, O_CONSOLE, O_VERBOSE, O_HELP, O_MAX_OUTPUT,
-	       O_NET, O_ALLOW };
+	       O_NET, O_ALLOW, O_CONN_RATE, O_EGRESS_LIMIT };
 	static const struct option opts[] = {
 		{ "kernel", required_argument, NULL, O_KERNEL },
 		{ "rootfs", required_argument, NULL, O_ROOTFS },
@@ -204,6 +209,8 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 		{ "help", no_argument, NULL, O_HELP },
 		{ "net", required_argument, NULL, O_NET },
 		{ "allow", required_argument, NULL, O_ALLOW },
+		{ "conn-rate", required_argument, NULL, O_CONN_RATE },
+		{ "egress-limit", required_argument, NULL, O_EGRESS_LIMIT },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t v;
@@ -293,6 +300,14 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 			else
 				err = cli_parse_allow(optarg, &o->allow[o->nr_allow++]);
 			break;
+		case O_CONN_RATE:
+			err = cli_num_opt("--conn-rate", optarg, 1, RUN_MAX_CONN_RATE,
+					  &o->conn_rate);
+			break;
+		case O_EGRESS_LIMIT:
+			err = cli_num_opt("--egress-limit", optarg, 1, UINT64_MAX / 2,
+					  &o->egress_limit);
+			break;
 		case O_HELP:
 			o->help = true;
 			return 0;
@@ -308,6 +323,16 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 		return husk_seterr(EINVAL, "--get-always without --get");
 	if (o->nr_allow && o->net != RUN_NET_EGRESS)
 		return husk_seterr(EINVAL, "--allow needs --net egress");
+	if (o->conn_rate && o->net != RUN_NET_EGRESS)
+		return husk_seterr(EINVAL, "--conn-rate needs --net egress");
+	if (o->egress_limit && o->net != RUN_NET_EGRESS)
+		return husk_seterr(EINVAL, "--egress-limit needs --net egress");
+	if (o->net == RUN_NET_EGRESS) {
+		if (!o->conn_rate)
+			o->conn_rate = RUN_DEFAULT_CONN_RATE;
+		if (!o->egress_limit)
+			o->egress_limit = RUN_DEFAULT_EGRESS_LIMIT;
+	}
 	o->argv = argv + optind;
 	o->argc = argc - optind;
 	return 0;

@@ -20,6 +20,9 @@
 #define RUN_MAX_WORKSPACE_MIB (64 * 1024)
 #define RUN_DEFAULT_MAX_OUTPUT (16ull << 20)
 #define RUN_MAX_ALLOW 64
+#define RUN_DEFAULT_CONN_RATE 100		/* new connections per second */
+#define RUN_DEFAULT_EGRESS_LIMIT (1ull << 30)	/* bytes out per VM */
+#define RUN_MAX_CONN_RATE 1000000
 
 enum run_net {
 	RUN_NET_NONE = 0,	/* no network card at all */
@@ -59,6 +62,8 @@ struct run_opts {
 	enum run_net net;
 	struct run_allow allow[RUN_MAX_ALLOW];
 	unsigned nr_allow;
+	uint64_t conn_rate;		/* --conn-rate; 0 without --net egress */
+	uint64_t egress_limit;		/* --egress-limit; 0 without --net egress */
 	bool stdin;
 	bool json;
 	bool verbose;

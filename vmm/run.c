@@ -142,6 +142,40 @@ static int net_lock_slot(struct run *R)
 	return husk_seterr(EBUSY, "all %d network slots are in use", NET_SLOTS);
 }
 
+/* The filter fired for a VM: kill ours if it is this one. */
+static void on_egress_event(const struct egress_event *ev, void *opaque)
+{
+	struct run *R = opaque;
+	const struct run_opts *o = R->o;
+	char *a = R->r->anomaly;
+	size_t len = sizeof(R->r->anomaly), n;
+
+	if (!R->ifindex || (int)ev->ifindex != R->ifindex || a[0])
+		return;
+	n = snprintf(a, len, "killed: egress anomaly (");
+	if (ev->what & EGRESS_ANOM_CONNS)
+		n += snprintf(a + n, n < len ? len - n : 0,
+			      "new connections %llu in 1000 ms > %llu; ",
+			      (unsigned long long)ev->window_conns,
+			      (unsigned long long)o->conn_rate);
+	if ((ev->what & EGRESS_ANOM_BYTES_TOTAL) && n < len)
+		n += snprintf(a + n, len - n, "bytes out %llu > %llu; ",
+			      (unsigned long long)ev->total_bytes,
+			      (unsigned long long)o->egress_limit);
+	if ((ev->what & EGRESS_ANOM_BYTES_WINDOW) && n < len)
+		n += snprintf(a + n, len - n, "bytes out %llu in one window; ",
+			      (unsigned long long)ev->window_bytes);
+	if ((ev->what & EGRESS_ANOM_DSTS) && n < len)
+		n += snprintf(a + n, len - n, "distinct destinations %llu; ",
+			      (unsigned long long)ev->distinct_dsts);
+	if (n >= 2 && n < len && a[n - 2] == ';')
+		n -= 2;
+	if (n < len)
+		snprintf(a + n, len - n, ")");
+	snprintf(R->r->error, sizeof(R->r->error), "%s", a);
+	vm_stop(R->vm, VM_STOP_HOST_ERROR, 0, "%s", a);
+}
+
 static int net_setup(struct run *R, struct vm_config *cfg)
 {
 	const struct run_opts *o = R->o;
@@ -190,6 +224,12 @@ static int net_setup(struct run *R, struct vm_config *cfg)
 	memcpy(pol.guest_mac, R->lease.mac, sizeof(pol.guest_mac));
 	pol.guest_ip4 = R->lease.guest;
 	pol.gateway_ip4 = R->lease.host;
+	pol.window_ms = 1000;
+	pol.max_conns_window = o->conn_rate > UINT32_MAX ? UINT32_MAX : (uint32_t)o->conn_rate;
+	pol.max_bytes_total = o->egress_limit;
+	err = egress_set_event_cb(on_egress_event, R);
+	if (err)
+		return err;
 	err = egress_attach(R->ifindex, &pol);
 	if (err)
 		return err;
@@ -677,15 +717,20 @@ static void event_loop(struct run *R)
 	for (;;) {
 		bool want_in = R->in_fd >= 0 && R->cfd >= 0 && R->r->job_started &&
 			       R->state == S_RUNNING;
-		struct pollfd p[5] = {
+		struct pollfd p[6] = {
 			{ .fd = R->vm->stop_fd, .events = POLLIN },
 			{ .fd = R->sfd, .events = POLLIN },
 			{ .fd = R->lfd, .events = POLLIN },
 			{ .fd = R->cfd, .events = POLLIN },
 			{ .fd = want_in ? R->in_fd : -1, .events = POLLIN },
+			{ .fd = R->egress_on ? egress_events_fd() : -1, .events = POLLIN },
 		};
 		uint64_t now;
-		int r = poll(p, 5, 20);
+		int r;
+
+		if (p[5].fd < 0)
+			p[5].fd = -1;
+		r = poll(p, 6, 20);
 
 		if (r < 0 && errno != EINTR) {
 			fail(R, "poll: %s", strerror(errno));
@@ -714,6 +759,12 @@ static void event_loop(struct run *R)
 			on_ctl_readable(R);
 		if (p[4].revents & (POLLIN | POLLHUP | POLLERR))
 			on_stdin(R);
+		if (p[5].revents & POLLIN) {
+			if (egress_events_poll() < 0)
+				husk_msg("warning: %s", husk_lasterr());
+			if (R->r->anomaly[0])
+				continue;	/* the stop_fd ends the loop */
+		}
 		now = now_us();
 		if (now >= R->deadline)
 			vm_stop(R->vm, VM_STOP_TIMEOUT, 0, "the guest did not finish within "
@@ -919,7 +970,11 @@ void run_print_json(const struct run_result *r)
 		unsigned i;
 
 		/* Counters are null when the filter could not be read. */
-		fputs(",\"network\":{\"mode\":\"egress\"", f);
+		fputs(",\"network\":{\"mode\":\"egress\",\"anomaly\":", f);
+		if (r->anomaly[0])
+			json_string(f, r->anomaly);
+		else
+			fputs("null", f);
 		if (r->net_counters) {
 			fprintf(f, ",\"packets_out\":%llu,\"bytes_out\":%llu,\"drops\":%llu,"
 				"\"drops_by_reason\":{", (unsigned long long)c->packets,

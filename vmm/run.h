@@ -36,6 +36,7 @@ struct run_result {
 	bool net;			/* --net egress was set up */
 	bool net_counters;		/* net_ctr is valid */
 	struct egress_counters net_ctr;	/* the egress filter's, for this VM */
+	char anomaly[256];		/* why the egress filter killed the VM, or "" */
 };
 
 /* Run the job; fills r and returns husk's exit status. */

@@ -61,6 +61,7 @@ el=$(( $(date +%s) - start ))
 if [ $el -lt 60 ]; then ok "failed fast (${el}s)"; else bad "took ${el}s"; fi
 has "drops counted" $W/out '"drops":[1-9]'
 has "drops are not-allowed" $W/out '"not-allowed":[1-9]'
+has "no anomaly in a normal run" $W/out '"anomaly":null'
 echo "JSON $(tail -n 1 $W/out)"
 no_leftovers "after the denied run"
 
@@ -76,6 +77,25 @@ has "default route" $W/out "eth0	00000000"
 
 run "--net none has no eth0" 0 -- cat /proc/net/dev
 if grep -q eth0 $W/out; then bad "eth0 with --net none"; show $W/out; else ok "no eth0 with --net none"; fi
+
+# Anomaly: 50 quick connections (port 8081 is allowed but closed: each SYN
+# is a new connection and is answered by a RST) against --conn-rate 10.
+FLOOD="i=0; while [ \$i -lt 50 ]; do busybox nc -w 1 $SRV 8081 </dev/null; i=\$((i+1)); done; echo survived"
+start=$(date +%s)
+run "connection flood is killed" 125 --net egress --json --conn-rate 10 \
+	--allow $SRV/32:tcp:8080-8081 -- sh -c "$FLOOD"
+el=$(( $(date +%s) - start ))
+if [ $el -lt 60 ]; then ok "killed fast (${el}s)"; else bad "took ${el}s"; fi
+has "stderr names the anomaly" $W/err "killed: egress anomaly (new connections [0-9]* in 1000 ms > 10)"
+has "JSON has the anomaly" $W/out '"anomaly":"killed: egress anomaly'
+has "JSON error is the anomaly" $W/out '"error":"killed: egress anomaly'
+if grep -q survived $W/out; then bad "the flood job finished"; else ok "the flood job did not finish"; fi
+# Not a "JSON " line: net.test expects not-allowed drops in each of those.
+echo "anomaly record: $(tail -n 1 $W/out)"
+no_leftovers "after the anomaly run"
+
+run "--conn-rate without --net egress is a usage error" 2 --conn-rate 10 -- true
+run "--egress-limit without --net egress is a usage error" 2 --egress-limit 1000 -- true
 
 run "--allow without --net egress is a usage error" 2 --allow $SRV/32 -- true
 run "bad --allow is a usage error" 2 --net egress --allow 1.2.3.4/8:tcp -- true

@@ -521,6 +521,19 @@ START_TEST(run_net)
 	ck_assert_uint_eq(a->ports[1].hi, 2000);
 	ck_assert_uint_eq(ro.allow[3].protos, EGRESS_P_ICMP);
 	ck_assert_uint_eq(ro.allow[3].prefixlen, 0);
+	ck_assert_uint_eq(ro.conn_rate, RUN_DEFAULT_CONN_RATE);
+	ck_assert_uint_eq(ro.egress_limit, RUN_DEFAULT_EGRESS_LIMIT);
+	ck_assert_uint_eq(ro.egress_limit, 1ull << 30);
+	ck_assert_int_eq(RUN("--net", "egress", "--conn-rate", "10", "--egress-limit",
+			     "5000", "--", "true"), 0);
+	ck_assert_uint_eq(ro.conn_rate, 10);
+	ck_assert_uint_eq(ro.egress_limit, 5000);
+	ck_assert_int_eq(RUN("--conn-rate=7", "--net", "egress", "--", "true"), 0);
+	ck_assert_uint_eq(ro.conn_rate, 7);
+	ck_assert_uint_eq(ro.egress_limit, RUN_DEFAULT_EGRESS_LIMIT);
+	ck_assert_int_eq(RUN("--", "true"), 0);
+	ck_assert_uint_eq(ro.conn_rate, 0);
+	ck_assert_uint_eq(ro.egress_limit, 0);
 }
 END_TEST
 
@@ -528,6 +541,15 @@ START_TEST(run_net_rejected)
 {
 	assert_rejected(RUN("--net", "bridge", "--", "x"), "none or egress");
 	assert_rejected(RUN("--allow", "10.0.0.0/8", "--", "x"), "needs --net egress");
+	assert_rejected(RUN("--conn-rate", "10", "--", "x"), "--conn-rate needs --net egress");
+	assert_rejected(RUN("--net", "none", "--egress-limit", "10", "--", "x"),
+			"--egress-limit needs --net egress");
+	assert_rejected(RUN("--net", "egress", "--conn-rate", "0", "--", "x"), "--conn-rate");
+	assert_rejected(RUN("--net", "egress", "--conn-rate", "abc", "--", "x"), "--conn-rate");
+	assert_rejected(RUN("--net", "egress", "--egress-limit", "0", "--", "x"),
+			"--egress-limit");
+	assert_rejected(RUN("--net", "egress", "--egress-limit", "-5", "--", "x"),
+			"--egress-limit");
 #define BAD_ALLOW(v, why) \
 	assert_rejected(RUN("--net", "egress", "--allow", v, "--", "x"), why)
 	BAD_ALLOW("10.0.0.1", "CIDR");
