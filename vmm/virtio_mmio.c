@@ -24,35 +24,6 @@
 #include "virtio_mmio.h"
 #include "vm.h"
 
-/* Register offsets (virtio 1.x, 4.2.2). */
-#define REG_MAGIC		0x000
-#define REG_VERSION		0x004
-#define REG_DEVICE_ID		0x008
-#define REG_VENDOR_ID		0x00c
-#define REG_DEV_FEATURES	0x010
-#define REG_DEV_FEATURES_SEL	0x014
-#define REG_DRV_FEATURES	0x020
-#define REG_DRV_FEATURES_SEL	0x024
-#define REG_QUEUE_SEL		0x030
-#define REG_QUEUE_NUM_MAX	0x034
-#define REG_QUEUE_NUM		0x038
-#define REG_QUEUE_READY		0x044
-#define REG_QUEUE_NOTIFY	0x050
-#define REG_INT_STATUS		0x060
-#define REG_INT_ACK		0x064
-#define REG_STATUS		0x070
-#define REG_QUEUE_DESC_LO	0x080
-#define REG_QUEUE_DESC_HI	0x084
-#define REG_QUEUE_DRIVER_LO	0x090
-#define REG_QUEUE_DRIVER_HI	0x094
-#define REG_QUEUE_DEVICE_LO	0x0a0
-#define REG_QUEUE_DEVICE_HI	0x0a4
-#define REG_SHM_SEL		0x0ac
-#define REG_SHM_LEN_LO		0x0b0
-#define REG_SHM_BASE_HI		0x0bc
-#define REG_CONFIG_GEN		0x0fc
-#define REG_CONFIG		0x100
-
 #define MMIO_MAGIC 0x74726976u		/* "virt" */
 #define MMIO_VERSION 2
 #define MMIO_VENDOR 0x4b535548u		/* "HUSK" */
@@ -264,10 +235,10 @@ static void write_reg(struct virtio_dev *d, uint64_t off, uint32_t v)
 	struct virtqueue *vq;
 
 	switch (off) {
-	case REG_DEV_FEATURES_SEL:
+	case VIRTIO_MMIO_DEV_FEATURES_SEL:
 		d->dev_features_sel = v;
 		break;
-	case REG_DRV_FEATURES:
+	case VIRTIO_MMIO_DRV_FEATURES:
 		if (d->status & VIRTIO_STATUS_FEATURES_OK)
 			break;
 		if (d->drv_features_sel < 2)
@@ -275,45 +246,45 @@ static void write_reg(struct virtio_dev *d, uint64_t off, uint32_t v)
 		else if (v)
 			d->features_bad = true;
 		break;
-	case REG_DRV_FEATURES_SEL:
+	case VIRTIO_MMIO_DRV_FEATURES_SEL:
 		d->drv_features_sel = v;
 		break;
-	case REG_QUEUE_SEL:
+	case VIRTIO_MMIO_QUEUE_SEL:
 		d->queue_sel = v;
 		break;
-	case REG_QUEUE_NUM:
+	case VIRTIO_MMIO_QUEUE_NUM:
 		if ((vq = cur_queue(d, true)))
 			vq->size = v > 0xffff ? 0 : v;
 		break;
-	case REG_QUEUE_READY:
+	case VIRTIO_MMIO_QUEUE_READY:
 		if ((vq = cur_queue(d, false)))
 			queue_ready(d, vq, v);
 		break;
-	case REG_QUEUE_NOTIFY:
+	case VIRTIO_MMIO_QUEUE_NOTIFY:
 		kick(d, v);
 		break;
-	case REG_INT_ACK:
+	case VIRTIO_MMIO_INT_ACK:
 		__atomic_fetch_and(&d->interrupt_status, ~v, __ATOMIC_SEQ_CST);
 		break;
-	case REG_STATUS:
+	case VIRTIO_MMIO_STATUS:
 		write_status(d, v);
 		break;
-	case REG_QUEUE_DESC_LO:
-	case REG_QUEUE_DESC_HI:
+	case VIRTIO_MMIO_QUEUE_DESC_LO:
+	case VIRTIO_MMIO_QUEUE_DESC_HI:
 		if ((vq = cur_queue(d, true)))
-			set_half(&vq->desc_gpa, off == REG_QUEUE_DESC_HI, v);
+			set_half(&vq->desc_gpa, off == VIRTIO_MMIO_QUEUE_DESC_HI, v);
 		break;
-	case REG_QUEUE_DRIVER_LO:
-	case REG_QUEUE_DRIVER_HI:
+	case VIRTIO_MMIO_QUEUE_DRIVER_LO:
+	case VIRTIO_MMIO_QUEUE_DRIVER_HI:
 		if ((vq = cur_queue(d, true)))
-			set_half(&vq->avail_gpa, off == REG_QUEUE_DRIVER_HI, v);
+			set_half(&vq->avail_gpa, off == VIRTIO_MMIO_QUEUE_DRIVER_HI, v);
 		break;
-	case REG_QUEUE_DEVICE_LO:
-	case REG_QUEUE_DEVICE_HI:
+	case VIRTIO_MMIO_QUEUE_DEVICE_LO:
+	case VIRTIO_MMIO_QUEUE_DEVICE_HI:
 		if ((vq = cur_queue(d, true)))
-			set_half(&vq->used_gpa, off == REG_QUEUE_DEVICE_HI, v);
+			set_half(&vq->used_gpa, off == VIRTIO_MMIO_QUEUE_DEVICE_HI, v);
 		break;
-	case REG_SHM_SEL:
+	case VIRTIO_MMIO_SHM_SEL:
 		break;
 	default:
 		husk_debug("virtio %s: write 0x%x to read-only or unknown register 0x%llx",
@@ -326,43 +297,43 @@ static uint32_t read_reg(struct virtio_dev *d, uint64_t off)
 	struct virtqueue *vq = cur_queue(d, false);
 
 	switch (off) {
-	case REG_MAGIC:
+	case VIRTIO_MMIO_MAGIC:
 		return MMIO_MAGIC;
-	case REG_VERSION:
+	case VIRTIO_MMIO_VERSION:
 		return MMIO_VERSION;
-	case REG_DEVICE_ID:
+	case VIRTIO_MMIO_DEVICE_ID:
 		return d->ops->device_id;
-	case REG_VENDOR_ID:
+	case VIRTIO_MMIO_VENDOR_ID:
 		return MMIO_VENDOR;
-	case REG_DEV_FEATURES:
+	case VIRTIO_MMIO_DEV_FEATURES:
 		if (d->dev_features_sel > 1)
 			return 0;
 		return (uint32_t)(offered(d) >> (32 * d->dev_features_sel));
-	case REG_QUEUE_NUM_MAX:
+	case VIRTIO_MMIO_QUEUE_NUM_MAX:
 		return vq ? queue_max(d) : 0;
-	case REG_QUEUE_READY:
+	case VIRTIO_MMIO_QUEUE_READY:
 		return vq ? vq->ready : 0;
-	case REG_INT_STATUS:
+	case VIRTIO_MMIO_INT_STATUS:
 		return __atomic_load_n(&d->interrupt_status, __ATOMIC_SEQ_CST);
-	case REG_STATUS:
+	case VIRTIO_MMIO_STATUS:
 		return d->status;
-	case REG_QUEUE_DESC_LO:
+	case VIRTIO_MMIO_QUEUE_DESC_LO:
 		return vq ? (uint32_t)vq->desc_gpa : 0;
-	case REG_QUEUE_DESC_HI:
+	case VIRTIO_MMIO_QUEUE_DESC_HI:
 		return vq ? vq->desc_gpa >> 32 : 0;
-	case REG_QUEUE_DRIVER_LO:
+	case VIRTIO_MMIO_QUEUE_DRIVER_LO:
 		return vq ? (uint32_t)vq->avail_gpa : 0;
-	case REG_QUEUE_DRIVER_HI:
+	case VIRTIO_MMIO_QUEUE_DRIVER_HI:
 		return vq ? vq->avail_gpa >> 32 : 0;
-	case REG_QUEUE_DEVICE_LO:
+	case VIRTIO_MMIO_QUEUE_DEVICE_LO:
 		return vq ? (uint32_t)vq->used_gpa : 0;
-	case REG_QUEUE_DEVICE_HI:
+	case VIRTIO_MMIO_QUEUE_DEVICE_HI:
 		return vq ? vq->used_gpa >> 32 : 0;
-	case REG_CONFIG_GEN:
+	case VIRTIO_MMIO_CONFIG_GEN:
 		return d->config_generation;
 	default:
 		/* No shared memory regions: their length reads as -1 (4.2.2). */
-		if (off >= REG_SHM_LEN_LO && off <= REG_SHM_BASE_HI)
+		if (off >= VIRTIO_MMIO_SHM_LEN_LO && off <= VIRTIO_MMIO_SHM_BASE_HI)
 			return 0xffffffffu;
 		return 0;
 	}
@@ -393,8 +364,8 @@ void virtio_mmio_access(struct virtio_dev *d, uint64_t off, bool write, uint8_t 
 	if (len > 8)
 		len = 8;
 	pthread_mutex_lock(&d->lock);
-	if (off >= REG_CONFIG && off < VIRTIO_MMIO_SIZE) {
-		config_access(d, off - REG_CONFIG, write, data, len);
+	if (off >= VIRTIO_MMIO_CONFIG && off < VIRTIO_MMIO_SIZE) {
+		config_access(d, off - VIRTIO_MMIO_CONFIG, write, data, len);
 	} else if (off >= VIRTIO_MMIO_SIZE || len != 4 || off % 4) {
 		/* Registers are 32-bit only (4.2.2.2); anything else is ignored. */
 		husk_debug("virtio %s: bad %u-byte %s at 0x%llx", d->ops->name, len,
@@ -499,7 +470,7 @@ static int wire(struct virtio_dev *d)
 	for (q = 0; q < d->ops->num_queues; q++) {
 		struct kvm_ioeventfd io = {
 			.datamatch = q,
-			.addr = d->base + REG_QUEUE_NOTIFY,
+			.addr = d->base + VIRTIO_MMIO_QUEUE_NOTIFY,
 			.len = 4,
 			.flags = KVM_IOEVENTFD_FLAG_DATAMATCH,
 		};

@@ -23,29 +23,6 @@
 #define AVAIL_GPA 0x2000u
 #define USED_GPA 0x3000u
 
-#define REG_MAGIC 0x000
-#define REG_VERSION 0x004
-#define REG_DEVICE_ID 0x008
-#define REG_VENDOR_ID 0x00c
-#define REG_DEV_FEATURES 0x010
-#define REG_DEV_FEATURES_SEL 0x014
-#define REG_DRV_FEATURES 0x020
-#define REG_DRV_FEATURES_SEL 0x024
-#define REG_QUEUE_SEL 0x030
-#define REG_QUEUE_NUM_MAX 0x034
-#define REG_QUEUE_NUM 0x038
-#define REG_QUEUE_READY 0x044
-#define REG_QUEUE_NOTIFY 0x050
-#define REG_INT_STATUS 0x060
-#define REG_INT_ACK 0x064
-#define REG_STATUS 0x070
-#define REG_QUEUE_DESC_LO 0x080
-#define REG_QUEUE_DESC_HI 0x084
-#define REG_QUEUE_DRIVER_LO 0x090
-#define REG_QUEUE_DEVICE_LO 0x0a0
-#define REG_SHM_LEN_LO 0x0b0
-#define REG_CONFIG_GEN 0x0fc
-#define REG_CONFIG 0x100
 
 #define FAKE_FEATURES (1ull << 3 | 1ull << 35)
 
@@ -146,42 +123,42 @@ static uint32_t negotiate(uint64_t extra)
 {
 	uint64_t f = 1ull << VIRTIO_F_VERSION_1 | extra;
 
-	wr(REG_STATUS, VIRTIO_STATUS_ACKNOWLEDGE);
-	wr(REG_STATUS, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER);
-	wr(REG_DRV_FEATURES_SEL, 0);
-	wr(REG_DRV_FEATURES, (uint32_t)f);
-	wr(REG_DRV_FEATURES_SEL, 1);
-	wr(REG_DRV_FEATURES, f >> 32);
-	wr(REG_STATUS, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER |
+	wr(VIRTIO_MMIO_STATUS, VIRTIO_STATUS_ACKNOWLEDGE);
+	wr(VIRTIO_MMIO_STATUS, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER);
+	wr(VIRTIO_MMIO_DRV_FEATURES_SEL, 0);
+	wr(VIRTIO_MMIO_DRV_FEATURES, (uint32_t)f);
+	wr(VIRTIO_MMIO_DRV_FEATURES_SEL, 1);
+	wr(VIRTIO_MMIO_DRV_FEATURES, f >> 32);
+	wr(VIRTIO_MMIO_STATUS, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER |
 	   VIRTIO_STATUS_FEATURES_OK);
-	return rd(REG_STATUS);
+	return rd(VIRTIO_MMIO_STATUS);
 }
 
 static void setup_queue(unsigned q, uint32_t num, uint64_t desc)
 {
-	wr(REG_QUEUE_SEL, q);
-	wr(REG_QUEUE_NUM, num);
-	wr(REG_QUEUE_DESC_LO, (uint32_t)desc);
-	wr(REG_QUEUE_DESC_HI, desc >> 32);
-	wr(REG_QUEUE_DRIVER_LO, AVAIL_GPA + 0x400 * q);
-	wr(REG_QUEUE_DEVICE_LO, USED_GPA + 0x800 * q);
-	wr(REG_QUEUE_READY, 1);
+	wr(VIRTIO_MMIO_QUEUE_SEL, q);
+	wr(VIRTIO_MMIO_QUEUE_NUM, num);
+	wr(VIRTIO_MMIO_QUEUE_DESC_LO, (uint32_t)desc);
+	wr(VIRTIO_MMIO_QUEUE_DESC_HI, desc >> 32);
+	wr(VIRTIO_MMIO_QUEUE_DRIVER_LO, AVAIL_GPA + 0x400 * q);
+	wr(VIRTIO_MMIO_QUEUE_DEVICE_LO, USED_GPA + 0x800 * q);
+	wr(VIRTIO_MMIO_QUEUE_READY, 1);
 }
 
 static void driver_ok(void)
 {
 	ck_assert(negotiate(0) & VIRTIO_STATUS_FEATURES_OK);
 	setup_queue(0, 64, DESC_GPA);
-	wr(REG_STATUS, rd(REG_STATUS) | VIRTIO_STATUS_DRIVER_OK);
+	wr(VIRTIO_MMIO_STATUS, rd(VIRTIO_MMIO_STATUS) | VIRTIO_STATUS_DRIVER_OK);
 }
 
 START_TEST(identity_registers)
 {
-	ck_assert_uint_eq(rd(REG_MAGIC), 0x74726976);
-	ck_assert_uint_eq(rd(REG_VERSION), 2);
-	ck_assert_uint_eq(rd(REG_DEVICE_ID), VIRTIO_ID_RNG);
-	ck_assert_uint_eq(rd(REG_VENDOR_ID), 0x4b535548);
-	ck_assert_uint_eq(rd(REG_SHM_LEN_LO), 0xffffffffu);
+	ck_assert_uint_eq(rd(VIRTIO_MMIO_MAGIC), 0x74726976);
+	ck_assert_uint_eq(rd(VIRTIO_MMIO_VERSION), 2);
+	ck_assert_uint_eq(rd(VIRTIO_MMIO_DEVICE_ID), VIRTIO_ID_RNG);
+	ck_assert_uint_eq(rd(VIRTIO_MMIO_VENDOR_ID), 0x4b535548);
+	ck_assert_uint_eq(rd(VIRTIO_MMIO_SHM_LEN_LO), 0xffffffffu);
 	ck_assert_uint_eq(dev.base, 0xd0000000ull);
 	ck_assert_uint_eq(dev.irq, 5);
 }
@@ -208,12 +185,12 @@ END_TEST
 
 START_TEST(device_feature_selects)
 {
-	wr(REG_DEV_FEATURES_SEL, 0);
-	ck_assert_uint_eq(rd(REG_DEV_FEATURES), (uint32_t)FAKE_FEATURES);
-	wr(REG_DEV_FEATURES_SEL, 1);
-	ck_assert_uint_eq(rd(REG_DEV_FEATURES), 1u << (VIRTIO_F_VERSION_1 - 32) | 1u << 3);
-	wr(REG_DEV_FEATURES_SEL, 2);
-	ck_assert_uint_eq(rd(REG_DEV_FEATURES), 0);
+	wr(VIRTIO_MMIO_DEV_FEATURES_SEL, 0);
+	ck_assert_uint_eq(rd(VIRTIO_MMIO_DEV_FEATURES), (uint32_t)FAKE_FEATURES);
+	wr(VIRTIO_MMIO_DEV_FEATURES_SEL, 1);
+	ck_assert_uint_eq(rd(VIRTIO_MMIO_DEV_FEATURES), 1u << (VIRTIO_F_VERSION_1 - 32) | 1u << 3);
+	wr(VIRTIO_MMIO_DEV_FEATURES_SEL, 2);
+	ck_assert_uint_eq(rd(VIRTIO_MMIO_DEV_FEATURES), 0);
 }
 END_TEST
 
@@ -222,21 +199,21 @@ START_TEST(features_ok_accepted)
 	ck_assert(negotiate(FAKE_FEATURES) & VIRTIO_STATUS_FEATURES_OK);
 	ck_assert_uint_eq(dev.driver_features, FAKE_FEATURES | 1ull << VIRTIO_F_VERSION_1);
 	/* Frozen once FEATURES_OK is set. */
-	wr(REG_DRV_FEATURES_SEL, 0);
-	wr(REG_DRV_FEATURES, 0);
+	wr(VIRTIO_MMIO_DRV_FEATURES_SEL, 0);
+	wr(VIRTIO_MMIO_DRV_FEATURES, 0);
 	ck_assert_uint_eq(dev.driver_features, FAKE_FEATURES | 1ull << VIRTIO_F_VERSION_1);
 }
 END_TEST
 
 START_TEST(features_ok_refused_without_version_1)
 {
-	wr(REG_STATUS, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER);
-	wr(REG_DRV_FEATURES_SEL, 0);
-	wr(REG_DRV_FEATURES, 1u << 3);
-	wr(REG_STATUS, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER |
+	wr(VIRTIO_MMIO_STATUS, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER);
+	wr(VIRTIO_MMIO_DRV_FEATURES_SEL, 0);
+	wr(VIRTIO_MMIO_DRV_FEATURES, 1u << 3);
+	wr(VIRTIO_MMIO_STATUS, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER |
 	   VIRTIO_STATUS_FEATURES_OK);
-	ck_assert(!(rd(REG_STATUS) & VIRTIO_STATUS_FEATURES_OK));
-	ck_assert_uint_eq(rd(REG_STATUS), VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER);
+	ck_assert(!(rd(VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_FEATURES_OK));
+	ck_assert_uint_eq(rd(VIRTIO_MMIO_STATUS), VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER);
 }
 END_TEST
 
@@ -248,17 +225,17 @@ END_TEST
 
 START_TEST(features_ok_refused_for_bits_beyond_64)
 {
-	wr(REG_DRV_FEATURES_SEL, 2);
-	wr(REG_DRV_FEATURES, 1);
+	wr(VIRTIO_MMIO_DRV_FEATURES_SEL, 2);
+	wr(VIRTIO_MMIO_DRV_FEATURES, 1);
 	ck_assert(!(negotiate(0) & VIRTIO_STATUS_FEATURES_OK));
 }
 END_TEST
 
 START_TEST(driver_ok_without_features_ok_breaks)
 {
-	wr(REG_STATUS, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER |
+	wr(VIRTIO_MMIO_STATUS, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER |
 	   VIRTIO_STATUS_DRIVER_OK);
-	ck_assert(rd(REG_STATUS) & VIRTIO_STATUS_NEEDS_RESET);
+	ck_assert(rd(VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_NEEDS_RESET);
 	ck_assert(dev.broken);
 	ck_assert_uint_eq(fake.activate, 0);
 }
@@ -266,17 +243,17 @@ END_TEST
 
 START_TEST(queue_config_and_ready)
 {
-	wr(REG_QUEUE_SEL, 0);
-	ck_assert_uint_eq(rd(REG_QUEUE_NUM_MAX), 64);
-	wr(REG_QUEUE_SEL, 1);
-	ck_assert_uint_eq(rd(REG_QUEUE_NUM_MAX), 64);
-	wr(REG_QUEUE_SEL, 2);
-	ck_assert_uint_eq(rd(REG_QUEUE_NUM_MAX), 0);
-	ck_assert_uint_eq(rd(REG_QUEUE_READY), 0);
+	wr(VIRTIO_MMIO_QUEUE_SEL, 0);
+	ck_assert_uint_eq(rd(VIRTIO_MMIO_QUEUE_NUM_MAX), 64);
+	wr(VIRTIO_MMIO_QUEUE_SEL, 1);
+	ck_assert_uint_eq(rd(VIRTIO_MMIO_QUEUE_NUM_MAX), 64);
+	wr(VIRTIO_MMIO_QUEUE_SEL, 2);
+	ck_assert_uint_eq(rd(VIRTIO_MMIO_QUEUE_NUM_MAX), 0);
+	ck_assert_uint_eq(rd(VIRTIO_MMIO_QUEUE_READY), 0);
 
 	negotiate(0);
 	setup_queue(1, 32, DESC_GPA + 0x800);
-	ck_assert_uint_eq(rd(REG_QUEUE_READY), 1);
+	ck_assert_uint_eq(rd(VIRTIO_MMIO_QUEUE_READY), 1);
 	ck_assert(dev.vq[1].ready);
 	ck_assert_uint_eq(dev.vq[1].size, 32);
 	ck_assert_uint_eq(dev.vq[1].desc_gpa, DESC_GPA + 0x800);
@@ -284,14 +261,14 @@ START_TEST(queue_config_and_ready)
 	ck_assert_uint_eq(dev.vq[1].used_gpa, USED_GPA + 0x800);
 	ck_assert_ptr_eq(dev.vq[1].mem, &vm->mem);
 	/* Frozen while ready. */
-	wr(REG_QUEUE_NUM, 16);
-	wr(REG_QUEUE_DESC_LO, 0x5000);
+	wr(VIRTIO_MMIO_QUEUE_NUM, 16);
+	wr(VIRTIO_MMIO_QUEUE_DESC_LO, 0x5000);
 	ck_assert_uint_eq(dev.vq[1].size, 32);
 	ck_assert_uint_eq(dev.vq[1].desc_gpa, DESC_GPA + 0x800);
 	/* Disable: configurable again. */
-	wr(REG_QUEUE_READY, 0);
-	ck_assert_uint_eq(rd(REG_QUEUE_READY), 0);
-	wr(REG_QUEUE_NUM, 16);
+	wr(VIRTIO_MMIO_QUEUE_READY, 0);
+	ck_assert_uint_eq(rd(VIRTIO_MMIO_QUEUE_READY), 0);
+	wr(VIRTIO_MMIO_QUEUE_NUM, 16);
 	ck_assert_uint_eq(dev.vq[1].size, 16);
 	ck_assert(!dev.broken);
 }
@@ -301,9 +278,9 @@ START_TEST(queue_outside_ram_breaks)
 {
 	negotiate(0);
 	setup_queue(0, 64, RAM_SIZE - 0x100);
-	ck_assert_uint_eq(rd(REG_QUEUE_READY), 0);
+	ck_assert_uint_eq(rd(VIRTIO_MMIO_QUEUE_READY), 0);
 	ck_assert(dev.broken);
-	ck_assert(rd(REG_STATUS) & VIRTIO_STATUS_NEEDS_RESET);
+	ck_assert(rd(VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_NEEDS_RESET);
 }
 END_TEST
 
@@ -311,7 +288,7 @@ START_TEST(queue_bigger_than_max_breaks)
 {
 	negotiate(0);
 	setup_queue(0, 128, DESC_GPA);
-	ck_assert_uint_eq(rd(REG_QUEUE_READY), 0);
+	ck_assert_uint_eq(rd(VIRTIO_MMIO_QUEUE_READY), 0);
 	ck_assert(dev.broken);
 }
 END_TEST
@@ -320,7 +297,7 @@ START_TEST(queue_size_not_power_of_2_breaks)
 {
 	negotiate(0);
 	setup_queue(0, 48, DESC_GPA);
-	ck_assert_uint_eq(rd(REG_QUEUE_READY), 0);
+	ck_assert_uint_eq(rd(VIRTIO_MMIO_QUEUE_READY), 0);
 	ck_assert(dev.broken);
 }
 END_TEST
@@ -328,15 +305,15 @@ END_TEST
 START_TEST(driver_ok_activates_and_notifies)
 {
 	driver_ok();
-	ck_assert(rd(REG_STATUS) & VIRTIO_STATUS_DRIVER_OK);
+	ck_assert(rd(VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_DRIVER_OK);
 	ck_assert_uint_eq(fake.activate, 1);
 	/* One catch-up notify for the ready queue 0, none for unready queue 1. */
 	ck_assert_uint_eq(fake.notify[0], 1);
 	ck_assert_uint_eq(fake.notify[1], 0);
-	wr(REG_QUEUE_NOTIFY, 0);
+	wr(VIRTIO_MMIO_QUEUE_NOTIFY, 0);
 	ck_assert_uint_eq(fake.notify[0], 2);
-	wr(REG_QUEUE_NOTIFY, 1);	/* not ready */
-	wr(REG_QUEUE_NOTIFY, 7);	/* no such queue */
+	wr(VIRTIO_MMIO_QUEUE_NOTIFY, 1);	/* not ready */
+	wr(VIRTIO_MMIO_QUEUE_NOTIFY, 7);	/* no such queue */
 	ck_assert_uint_eq(fake.notify[1], 0);
 	ck_assert_uint_eq(fake.notify[0], 2);
 }
@@ -346,7 +323,7 @@ START_TEST(notify_before_driver_ok_ignored)
 {
 	negotiate(0);
 	setup_queue(0, 64, DESC_GPA);
-	wr(REG_QUEUE_NOTIFY, 0);
+	wr(VIRTIO_MMIO_QUEUE_NOTIFY, 0);
 	ck_assert_uint_eq(fake.notify[0], 0);
 }
 END_TEST
@@ -355,20 +332,20 @@ START_TEST(reset_clears_state)
 {
 	driver_ok();
 	virtio_notify_used(&dev, 0);
-	ck_assert_uint_ne(rd(REG_INT_STATUS), 0);
-	wr(REG_STATUS, 0);
+	ck_assert_uint_ne(rd(VIRTIO_MMIO_INT_STATUS), 0);
+	wr(VIRTIO_MMIO_STATUS, 0);
 	ck_assert_uint_eq(fake.reset, 1);
-	ck_assert_uint_eq(rd(REG_STATUS), 0);
-	ck_assert_uint_eq(rd(REG_INT_STATUS), 0);
+	ck_assert_uint_eq(rd(VIRTIO_MMIO_STATUS), 0);
+	ck_assert_uint_eq(rd(VIRTIO_MMIO_INT_STATUS), 0);
 	ck_assert_uint_eq(dev.driver_features, 0);
-	wr(REG_QUEUE_SEL, 0);
-	ck_assert_uint_eq(rd(REG_QUEUE_READY), 0);
+	wr(VIRTIO_MMIO_QUEUE_SEL, 0);
+	ck_assert_uint_eq(rd(VIRTIO_MMIO_QUEUE_READY), 0);
 	ck_assert_uint_eq(dev.vq[0].desc_gpa, 0);
 	ck_assert_uint_eq(dev.vq[0].avail_gpa, 0);
 	ck_assert_uint_eq(dev.vq[0].used_gpa, 0);
 	ck_assert_uint_eq(dev.vq[0].last_avail, 0);
 	ck_assert_uint_eq(dev.vq[0].size, 64);
-	wr(REG_QUEUE_NOTIFY, 0);
+	wr(VIRTIO_MMIO_QUEUE_NOTIFY, 0);
 	ck_assert_uint_eq(fake.notify[0], 1);	/* only the catch-up one from before */
 }
 END_TEST
@@ -378,9 +355,9 @@ START_TEST(reset_clears_broken)
 	negotiate(0);
 	setup_queue(0, 64, RAM_SIZE);
 	ck_assert(dev.broken);
-	wr(REG_STATUS, 0);
+	wr(VIRTIO_MMIO_STATUS, 0);
 	ck_assert(!dev.broken);
-	ck_assert_uint_eq(rd(REG_STATUS), 0);
+	ck_assert_uint_eq(rd(VIRTIO_MMIO_STATUS), 0);
 	driver_ok();
 	ck_assert_uint_eq(fake.activate, 1);
 }
@@ -390,13 +367,13 @@ START_TEST(needs_reset_sticky)
 {
 	driver_ok();
 	virtio_set_broken(&dev, "test");
-	ck_assert(rd(REG_STATUS) & VIRTIO_STATUS_NEEDS_RESET);
+	ck_assert(rd(VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_NEEDS_RESET);
 	/* The driver cannot clear it by rewriting the status... */
-	wr(REG_STATUS, VIRTIO_STATUS_ACKNOWLEDGE);
-	ck_assert(rd(REG_STATUS) & VIRTIO_STATUS_NEEDS_RESET);
+	wr(VIRTIO_MMIO_STATUS, VIRTIO_STATUS_ACKNOWLEDGE);
+	ck_assert(rd(VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_NEEDS_RESET);
 	/* ...the device told it through a config interrupt, and stops serving. */
-	ck_assert(rd(REG_INT_STATUS) & VIRTIO_INT_CONFIG);
-	wr(REG_QUEUE_NOTIFY, 0);
+	ck_assert(rd(VIRTIO_MMIO_INT_STATUS) & VIRTIO_INT_CONFIG);
+	wr(VIRTIO_MMIO_QUEUE_NOTIFY, 0);
 	ck_assert_uint_eq(fake.notify[0], 1);
 }
 END_TEST
@@ -407,29 +384,29 @@ START_TEST(config_space_bounds)
 	uint64_t q;
 	uint16_t w;
 
-	virtio_mmio_access(&dev, REG_CONFIG + 1, false, b, 1);
+	virtio_mmio_access(&dev, VIRTIO_MMIO_CONFIG + 1, false, b, 1);
 	ck_assert_uint_eq(b[0], 0xa1);
-	virtio_mmio_access(&dev, REG_CONFIG + 2, false, (uint8_t *)&w, 2);
+	virtio_mmio_access(&dev, VIRTIO_MMIO_CONFIG + 2, false, (uint8_t *)&w, 2);
 	ck_assert_uint_eq(w, 0xa3a2);
-	virtio_mmio_access(&dev, REG_CONFIG + 4, false, (uint8_t *)&q, 8);
+	virtio_mmio_access(&dev, VIRTIO_MMIO_CONFIG + 4, false, (uint8_t *)&q, 8);
 	ck_assert_uint_eq(q, 0xabaaa9a8a7a6a5a4ull);
 	ck_assert_uint_eq(fake.read_config, 3);
 	/* Crossing the end of the 12-byte space: zeros, backend not asked. */
 	memset(b, 0x55, sizeof(b));
-	virtio_mmio_access(&dev, REG_CONFIG + 8, false, b, 8);
+	virtio_mmio_access(&dev, VIRTIO_MMIO_CONFIG + 8, false, b, 8);
 	ck_assert_uint_eq(b[0], 0);
 	ck_assert_uint_eq(b[7], 0);
-	virtio_mmio_access(&dev, REG_CONFIG + 0x200, false, b, 4);
+	virtio_mmio_access(&dev, VIRTIO_MMIO_CONFIG + 0x200, false, b, 4);
 	ck_assert_uint_eq(b[0], 0);
 	ck_assert_uint_eq(fake.read_config, 3);
 	/* Odd width: refused. */
-	virtio_mmio_access(&dev, REG_CONFIG, false, b, 3);
+	virtio_mmio_access(&dev, VIRTIO_MMIO_CONFIG, false, b, 3);
 	ck_assert_uint_eq(fake.read_config, 3);
 	/* Writes within go to the backend, beyond are dropped. */
 	b[0] = 0x11;
-	virtio_mmio_access(&dev, REG_CONFIG + 11, true, b, 1);
+	virtio_mmio_access(&dev, VIRTIO_MMIO_CONFIG + 11, true, b, 1);
 	ck_assert_uint_eq(fake.config[11], 0x11);
-	virtio_mmio_access(&dev, REG_CONFIG + 11, true, b, 2);
+	virtio_mmio_access(&dev, VIRTIO_MMIO_CONFIG + 11, true, b, 2);
 	ck_assert_uint_eq(fake.write_config, 1);
 }
 END_TEST
@@ -439,24 +416,24 @@ START_TEST(interrupt_status_and_ack)
 	uint16_t *avail_flags = (uint16_t *)(ram + AVAIL_GPA);
 
 	driver_ok();
-	ck_assert_uint_eq(rd(REG_INT_STATUS), 0);
+	ck_assert_uint_eq(rd(VIRTIO_MMIO_INT_STATUS), 0);
 	virtio_notify_used(&dev, 0);
-	ck_assert_uint_eq(rd(REG_INT_STATUS), VIRTIO_INT_USED);
+	ck_assert_uint_eq(rd(VIRTIO_MMIO_INT_STATUS), VIRTIO_INT_USED);
 	virtio_config_changed(&dev);
-	ck_assert_uint_eq(rd(REG_INT_STATUS), VIRTIO_INT_USED | VIRTIO_INT_CONFIG);
-	ck_assert_uint_eq(rd(REG_CONFIG_GEN), 1);
-	wr(REG_INT_ACK, VIRTIO_INT_USED);
-	ck_assert_uint_eq(rd(REG_INT_STATUS), VIRTIO_INT_CONFIG);
-	wr(REG_INT_ACK, VIRTIO_INT_CONFIG);
-	ck_assert_uint_eq(rd(REG_INT_STATUS), 0);
+	ck_assert_uint_eq(rd(VIRTIO_MMIO_INT_STATUS), VIRTIO_INT_USED | VIRTIO_INT_CONFIG);
+	ck_assert_uint_eq(rd(VIRTIO_MMIO_CONFIG_GEN), 1);
+	wr(VIRTIO_MMIO_INT_ACK, VIRTIO_INT_USED);
+	ck_assert_uint_eq(rd(VIRTIO_MMIO_INT_STATUS), VIRTIO_INT_CONFIG);
+	wr(VIRTIO_MMIO_INT_ACK, VIRTIO_INT_CONFIG);
+	ck_assert_uint_eq(rd(VIRTIO_MMIO_INT_STATUS), 0);
 	/* The driver suppressed interrupts: none raised. */
 	*avail_flags = 1;
 	virtio_notify_used(&dev, 0);
-	ck_assert_uint_eq(rd(REG_INT_STATUS), 0);
+	ck_assert_uint_eq(rd(VIRTIO_MMIO_INT_STATUS), 0);
 	/* Queue 1 is not ready: nothing either. */
 	*avail_flags = 0;
 	virtio_notify_used(&dev, 1);
-	ck_assert_uint_eq(rd(REG_INT_STATUS), 0);
+	ck_assert_uint_eq(rd(VIRTIO_MMIO_INT_STATUS), 0);
 }
 END_TEST
 
@@ -465,15 +442,15 @@ START_TEST(register_width_enforced)
 	uint8_t b[2] = { 0x12, 0x34 };
 	uint16_t w = 0xffff;
 
-	virtio_mmio_access(&dev, REG_MAGIC, false, (uint8_t *)&w, 2);
+	virtio_mmio_access(&dev, VIRTIO_MMIO_MAGIC, false, (uint8_t *)&w, 2);
 	ck_assert_uint_eq(w, 0);
-	virtio_mmio_access(&dev, REG_STATUS, true, b, 1);
-	ck_assert_uint_eq(rd(REG_STATUS), 0);
+	virtio_mmio_access(&dev, VIRTIO_MMIO_STATUS, true, b, 1);
+	ck_assert_uint_eq(rd(VIRTIO_MMIO_STATUS), 0);
 	/* Unaligned 32-bit access inside the register file. */
-	virtio_mmio_access(&dev, REG_STATUS + 1, true, (uint8_t *)&w, 4);
-	ck_assert_uint_eq(rd(REG_STATUS), 0);
+	virtio_mmio_access(&dev, VIRTIO_MMIO_STATUS + 1, true, (uint8_t *)&w, 4);
+	ck_assert_uint_eq(rd(VIRTIO_MMIO_STATUS), 0);
 	/* Reads of write-only or unknown registers are zero. */
-	ck_assert_uint_eq(rd(REG_QUEUE_NOTIFY), 0);
+	ck_assert_uint_eq(rd(VIRTIO_MMIO_QUEUE_NOTIFY), 0);
 	ck_assert_uint_eq(rd(0x0f0), 0);
 }
 END_TEST
@@ -546,27 +523,27 @@ static void blk_up(void)
 {
 	uint32_t f0, f1;
 
-	bwr(REG_STATUS, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER);
-	bwr(REG_DEV_FEATURES_SEL, 0);
-	f0 = brd(REG_DEV_FEATURES);
-	bwr(REG_DEV_FEATURES_SEL, 1);
-	f1 = brd(REG_DEV_FEATURES);
+	bwr(VIRTIO_MMIO_STATUS, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER);
+	bwr(VIRTIO_MMIO_DEV_FEATURES_SEL, 0);
+	f0 = brd(VIRTIO_MMIO_DEV_FEATURES);
+	bwr(VIRTIO_MMIO_DEV_FEATURES_SEL, 1);
+	f1 = brd(VIRTIO_MMIO_DEV_FEATURES);
 	ck_assert(f0 & 1u << 5);	/* VIRTIO_BLK_F_RO */
 	ck_assert(f1 & 1u << (VIRTIO_F_VERSION_1 - 32));
-	bwr(REG_DRV_FEATURES_SEL, 0);
-	bwr(REG_DRV_FEATURES, f0);
-	bwr(REG_DRV_FEATURES_SEL, 1);
-	bwr(REG_DRV_FEATURES, f1);
-	bwr(REG_STATUS, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER |
+	bwr(VIRTIO_MMIO_DRV_FEATURES_SEL, 0);
+	bwr(VIRTIO_MMIO_DRV_FEATURES, f0);
+	bwr(VIRTIO_MMIO_DRV_FEATURES_SEL, 1);
+	bwr(VIRTIO_MMIO_DRV_FEATURES, f1);
+	bwr(VIRTIO_MMIO_STATUS, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER |
 	    VIRTIO_STATUS_FEATURES_OK);
-	bwr(REG_QUEUE_SEL, 0);
-	bwr(REG_QUEUE_NUM, 16);
-	bwr(REG_QUEUE_DESC_LO, DESC_GPA);
-	bwr(REG_QUEUE_DRIVER_LO, AVAIL_GPA);
-	bwr(REG_QUEUE_DEVICE_LO, USED_GPA);
-	bwr(REG_QUEUE_READY, 1);
-	bwr(REG_STATUS, brd(REG_STATUS) | VIRTIO_STATUS_DRIVER_OK);
-	ck_assert_uint_eq(brd(REG_STATUS) & VIRTIO_STATUS_NEEDS_RESET, 0);
+	bwr(VIRTIO_MMIO_QUEUE_SEL, 0);
+	bwr(VIRTIO_MMIO_QUEUE_NUM, 16);
+	bwr(VIRTIO_MMIO_QUEUE_DESC_LO, DESC_GPA);
+	bwr(VIRTIO_MMIO_QUEUE_DRIVER_LO, AVAIL_GPA);
+	bwr(VIRTIO_MMIO_QUEUE_DEVICE_LO, USED_GPA);
+	bwr(VIRTIO_MMIO_QUEUE_READY, 1);
+	bwr(VIRTIO_MMIO_STATUS, brd(VIRTIO_MMIO_STATUS) | VIRTIO_STATUS_DRIVER_OK);
+	ck_assert_uint_eq(brd(VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_NEEDS_RESET, 0);
 }
 
 static void put_desc(unsigned i, uint64_t addr, uint32_t len, uint16_t flags, uint16_t next)
@@ -595,7 +572,7 @@ static uint8_t blk_req(uint32_t type, uint64_t sector, uint32_t data_len, bool d
 	put_desc(2, REQ_STATUS_GPA, 1, 2, 0);
 	ring[*avail_idx % 16] = 0;
 	(*avail_idx)++;
-	bwr(REG_QUEUE_NOTIFY, 0);
+	bwr(VIRTIO_MMIO_QUEUE_NOTIFY, 0);
 	ck_assert_uint_eq(*(uint16_t *)(ram + USED_GPA + 2), (uint16_t)(used_before + 1));
 	memcpy(used_len, ram + USED_GPA + 4 + 8 * (used_before % 16) + 4, 4);
 	return ram[REQ_STATUS_GPA];
@@ -606,15 +583,15 @@ START_TEST(blk_capacity_and_read)
 	uint64_t cap;
 	uint32_t len;
 
-	virtio_mmio_access(blk, REG_CONFIG, false, (uint8_t *)&cap, 8);
+	virtio_mmio_access(blk, VIRTIO_MMIO_CONFIG, false, (uint8_t *)&cap, 8);
 	ck_assert_uint_eq(cap, BLK_SECTORS);
-	ck_assert_uint_eq(brd(REG_DEVICE_ID), VIRTIO_ID_BLOCK);
+	ck_assert_uint_eq(brd(VIRTIO_MMIO_DEVICE_ID), VIRTIO_ID_BLOCK);
 	blk_up();
 	ck_assert_uint_eq(blk_req(0, 3, 1024, true, &len), 0);
 	ck_assert_uint_eq(len, 1025);
 	ck_assert_uint_eq(ram[REQ_DATA_GPA], 3);
 	ck_assert_uint_eq(ram[REQ_DATA_GPA + 1023], 4);
-	ck_assert(brd(REG_INT_STATUS) & VIRTIO_INT_USED);
+	ck_assert(brd(VIRTIO_MMIO_INT_STATUS) & VIRTIO_INT_USED);
 }
 END_TEST
 
@@ -632,7 +609,7 @@ START_TEST(blk_out_of_range)
 	ck_assert_uint_eq(blk_req(0, UINT64_MAX / 512 + 1, 512, true, &len), 1);
 	/* Not a whole number of sectors. */
 	ck_assert_uint_eq(blk_req(0, 0, 100, true, &len), 1);
-	ck_assert_uint_eq(brd(REG_STATUS) & VIRTIO_STATUS_NEEDS_RESET, 0);
+	ck_assert_uint_eq(brd(VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_NEEDS_RESET, 0);
 }
 END_TEST
 
@@ -672,10 +649,10 @@ START_TEST(blk_malformed_request_breaks)
 	put_desc(0, REQ_HDR_GPA, 8, 0, 0);
 	ring[0] = 0;
 	*avail_idx = 1;
-	bwr(REG_QUEUE_NOTIFY, 0);
-	ck_assert(brd(REG_STATUS) & VIRTIO_STATUS_NEEDS_RESET);
+	bwr(VIRTIO_MMIO_QUEUE_NOTIFY, 0);
+	ck_assert(brd(VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_NEEDS_RESET);
 	/* A driver reset brings it back. */
-	bwr(REG_STATUS, 0);
+	bwr(VIRTIO_MMIO_STATUS, 0);
 	memset(ram + AVAIL_GPA, 0, 64);
 	memset(ram + USED_GPA, 0, 64);
 	blk_up();

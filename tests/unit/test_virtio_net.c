@@ -24,20 +24,6 @@
 #define QSIZE 16
 #define BUF_GPA 0x10000u
 
-#define REG_DEVICE_ID 0x008
-#define REG_DEV_FEATURES 0x010
-#define REG_DEV_FEATURES_SEL 0x014
-#define REG_DRV_FEATURES 0x020
-#define REG_DRV_FEATURES_SEL 0x024
-#define REG_QUEUE_SEL 0x030
-#define REG_QUEUE_NUM 0x038
-#define REG_QUEUE_READY 0x044
-#define REG_QUEUE_NOTIFY 0x050
-#define REG_STATUS 0x070
-#define REG_QUEUE_DESC_LO 0x080
-#define REG_QUEUE_DRIVER_LO 0x090
-#define REG_QUEUE_DEVICE_LO 0x0a0
-#define REG_CONFIG 0x100
 
 #define F_MAC (1ull << 5)
 #define F_STATUS (1ull << 16)
@@ -101,7 +87,7 @@ static void post(unsigned q, uint16_t head)
 
 static void kick(unsigned q)
 {
-	wr(REG_QUEUE_NOTIFY, q);
+	wr(VIRTIO_MMIO_QUEUE_NOTIFY, q);
 }
 
 static void setup(void)
@@ -138,24 +124,24 @@ static void bring_up(void)
 	uint64_t f = 1ull << VIRTIO_F_VERSION_1 | F_MAC | F_STATUS;
 	unsigned q;
 
-	wr(REG_STATUS, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER);
-	wr(REG_DRV_FEATURES_SEL, 0);
-	wr(REG_DRV_FEATURES, (uint32_t)f);
-	wr(REG_DRV_FEATURES_SEL, 1);
-	wr(REG_DRV_FEATURES, f >> 32);
-	wr(REG_STATUS, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER |
+	wr(VIRTIO_MMIO_STATUS, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER);
+	wr(VIRTIO_MMIO_DRV_FEATURES_SEL, 0);
+	wr(VIRTIO_MMIO_DRV_FEATURES, (uint32_t)f);
+	wr(VIRTIO_MMIO_DRV_FEATURES_SEL, 1);
+	wr(VIRTIO_MMIO_DRV_FEATURES, f >> 32);
+	wr(VIRTIO_MMIO_STATUS, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER |
 	   VIRTIO_STATUS_FEATURES_OK);
-	ck_assert(rd(REG_STATUS) & VIRTIO_STATUS_FEATURES_OK);
+	ck_assert(rd(VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_FEATURES_OK);
 	for (q = 0; q < 2; q++) {
-		wr(REG_QUEUE_SEL, q);
-		wr(REG_QUEUE_NUM, QSIZE);
-		wr(REG_QUEUE_DESC_LO, desc_gpa(q));
-		wr(REG_QUEUE_DRIVER_LO, desc_gpa(q) + 0x200);
-		wr(REG_QUEUE_DEVICE_LO, desc_gpa(q) + 0x400);
-		wr(REG_QUEUE_READY, 1);
+		wr(VIRTIO_MMIO_QUEUE_SEL, q);
+		wr(VIRTIO_MMIO_QUEUE_NUM, QSIZE);
+		wr(VIRTIO_MMIO_QUEUE_DESC_LO, desc_gpa(q));
+		wr(VIRTIO_MMIO_QUEUE_DRIVER_LO, desc_gpa(q) + 0x200);
+		wr(VIRTIO_MMIO_QUEUE_DEVICE_LO, desc_gpa(q) + 0x400);
+		wr(VIRTIO_MMIO_QUEUE_READY, 1);
 	}
-	wr(REG_STATUS, rd(REG_STATUS) | VIRTIO_STATUS_DRIVER_OK);
-	ck_assert(!(rd(REG_STATUS) & VIRTIO_STATUS_NEEDS_RESET));
+	wr(VIRTIO_MMIO_STATUS, rd(VIRTIO_MMIO_STATUS) | VIRTIO_STATUS_DRIVER_OK);
+	ck_assert(!(rd(VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_NEEDS_RESET));
 }
 
 /* Is the device watching its fd (registered with the not-started loop)? */
@@ -189,16 +175,16 @@ START_TEST(identity_and_config)
 	unsigned i;
 	uint32_t lo;
 
-	ck_assert_uint_eq(rd(REG_DEVICE_ID), VIRTIO_ID_NET);
-	wr(REG_DEV_FEATURES_SEL, 0);
-	lo = rd(REG_DEV_FEATURES);
+	ck_assert_uint_eq(rd(VIRTIO_MMIO_DEVICE_ID), VIRTIO_ID_NET);
+	wr(VIRTIO_MMIO_DEV_FEATURES_SEL, 0);
+	lo = rd(VIRTIO_MMIO_DEV_FEATURES);
 	ck_assert_uint_eq(lo & (F_MAC | F_STATUS), F_MAC | F_STATUS);
 	/* No offloads: CSUM (0), GUEST_CSUM (1), TSO/UFO (7..14), MRG_RXBUF (15). */
 	ck_assert_uint_eq(lo & 0xff83, 0);
-	wr(REG_DEV_FEATURES_SEL, 1);
-	ck_assert(rd(REG_DEV_FEATURES) & 1);	/* VERSION_1 */
+	wr(VIRTIO_MMIO_DEV_FEATURES_SEL, 1);
+	ck_assert(rd(VIRTIO_MMIO_DEV_FEATURES) & 1);	/* VERSION_1 */
 	for (i = 0; i < sizeof(cfg); i++)
-		virtio_mmio_access(net, REG_CONFIG + i, false, cfg + i, 1);
+		virtio_mmio_access(net, VIRTIO_MMIO_CONFIG + i, false, cfg + i, 1);
 	ck_assert_mem_eq(cfg, test_mac, 6);
 	ck_assert_uint_eq(cfg[6] | cfg[7] << 8, 1);	/* LINK_UP */
 	ck_assert_str_eq(vm->dev_cmdline, " virtio_mmio.device=4K@0xd0000000:5");
@@ -255,7 +241,7 @@ START_TEST(tx_bad_sizes_dropped)
 	virtio_net_stats(net, &st);
 	ck_assert_uint_eq(st.tx_dropped, 2);
 	ck_assert_uint_eq(st.tx_frames, 0);
-	ck_assert(!(rd(REG_STATUS) & VIRTIO_STATUS_NEEDS_RESET));
+	ck_assert(!(rd(VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_NEEDS_RESET));
 }
 END_TEST
 
@@ -346,7 +332,7 @@ START_TEST(rx_bad_descriptor_breaks_device)
 	post(0, 0);
 	send_frame(60, 1);
 	kick(0);
-	ck_assert(rd(REG_STATUS) & VIRTIO_STATUS_NEEDS_RESET);
+	ck_assert(rd(VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_NEEDS_RESET);
 	ck_assert_uint_eq(used_idx(0), 0);
 	ck_assert(!polling());
 	/* Further notifications and frames are ignored, not crashed on. */
@@ -361,7 +347,7 @@ START_TEST(reset_drops_held_buffer)
 	post_rx(0, 1526);
 	kick(0);
 	ck_assert(polling());
-	wr(REG_STATUS, 0);
+	wr(VIRTIO_MMIO_STATUS, 0);
 	ck_assert(!polling());
 	send_frame(60, 9);
 	/* Reinitialise and the device works again from a clean ring. */
