@@ -1,11 +1,10 @@
 /*
  * console: the guest's serial output. See console.h.
  */
-#include <errno.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "console.h"
+#include "util.h"
 
 void console_init(struct console *c, int fd)
 {
@@ -13,20 +12,6 @@ void console_init(struct console *c, int fd)
 	pthread_mutex_init(&c->lock, NULL);
 	c->fd = fd;
 	c->limit = CONSOLE_DEFAULT_LIMIT;
-}
-
-static void write_all(int fd, const char *p, size_t n)
-{
-	while (n && fd >= 0) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return;	/* a closed console must not stop the VM */
-		p += w;
-		n -= w;
-	}
 }
 
 static void flush_locked(struct console *c)
@@ -38,11 +23,11 @@ static void flush_locked(struct console *c)
 
 	if (!c->len)
 		return;
-	write_all(c->fd, c->line, n);
+	write_best_effort(c->fd, c->line, n);
 	c->written += n;
 	if (n < c->len) {
 		if (!c->dropped)
-			write_all(c->fd, marker, sizeof(marker) - 1);
+			write_best_effort(c->fd, marker, sizeof(marker) - 1);
 		c->dropped += c->len - n;
 	}
 	c->len = 0;

@@ -261,14 +261,16 @@ int tlv_str(const struct tlv *t, char **s)
 /* ---- blocking frame I/O ---- */
 
 /* Wait until fd is ready: lets the blocking calls work on O_NONBLOCK fds too. */
-static int wait_fd(int fd, short events)
+/* Wait for a non-blocking fd; timeout_ms < 0 waits forever, else -ETIMEDOUT. */
+static int wait_fd(int fd, short events, int timeout_ms)
 {
 	struct pollfd pfd = { .fd = fd, .events = events };
+	int r;
 
-	while (poll(&pfd, 1, -1) < 0)
+	while ((r = poll(&pfd, 1, timeout_ms)) < 0)
 		if (errno != EINTR)
 			return -errno;
-	return 0;
+	return r ? 0 : -ETIMEDOUT;
 }
 
 /* sendmsg with MSG_NOSIGNAL so a vanished peer is -EPIPE, not SIGPIPE. */
@@ -302,7 +304,7 @@ int proto_send(int fd, uint16_t type, const void *payload, uint32_t len)
 			if (errno == EINTR)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK) {
-				err = wait_fd(fd, POLLOUT);
+				err = wait_fd(fd, POLLOUT, PROTO_SEND_TIMEOUT_MS);
 				if (err)
 					return husk_seterr(err, "waiting to send a control frame: %s",
 							   strerror(-err));
@@ -339,7 +341,7 @@ static ssize_t read_full(int fd, uint8_t *p, size_t len)
 		} else if (r == 0) {
 			break;
 		} else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-			err = wait_fd(fd, POLLIN);
+			err = wait_fd(fd, POLLIN, -1);
 			if (err)
 				return err;
 		} else if (errno != EINTR) {

@@ -24,6 +24,11 @@
 #define PROTO_MAX_ARGS 4096
 #define PROTO_MAX_ENV 4096
 #define PROTO_MAX_GETS 64
+/*
+ * On a non-blocking fd, proto_send waits at most this long for the peer to
+ * make room: a peer that stops reading is an error, not a hang.
+ */
+#define PROTO_SEND_TIMEOUT_MS 10000
 
 enum proto_type {
 	/* guest -> host */

@@ -43,7 +43,6 @@
 #endif
 #define BOOT_ALLOWANCE_US (60ull * 1000000)	/* boot + teardown beyond --timeout */
 #define PVM_BOOT_ALLOWANCE_US (1800ull * 1000000)
-#define SEND_TIMEOUT_MS 10000
 #define DONE_GRACE_US (5ull * 1000000)
 #define CHUNK (64 * 1024)
 #define NET_LOCK_DIR "/run/husk/net"
@@ -389,31 +388,12 @@ static int listen_ctl(struct run *R)
 	return 0;
 }
 
-/* Send one frame on the non-blocking control socket, waiting a bounded time. */
+/* Send one frame; proto_send bounds the wait on this non-blocking socket. */
 static int ctl_send(struct run *R, uint16_t type, const void *p, uint32_t len)
 {
-	uint8_t hdr[PROTO_HDR_LEN];
-	const uint8_t *parts[2] = { hdr, p };
-	size_t lens[2] = { sizeof(hdr), len }, off;
-	unsigned i;
-
-	proto_hdr_encode(hdr, type, len);
-	for (i = 0; i < 2; i++) {
-		for (off = 0; off < lens[i]; ) {
-			ssize_t n = send(R->cfd, parts[i] + off, lens[i] - off, MSG_NOSIGNAL);
-			struct pollfd pf = { .fd = R->cfd, .events = POLLOUT };
-
-			if (n > 0) {
-				off += n;
-				continue;
-			}
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n < 0 && errno == EAGAIN && poll(&pf, 1, SEND_TIMEOUT_MS) > 0)
-				continue;
-			return husk_seterr(EPIPE, "the guest stopped reading its control channel");
-		}
-	}
+	if (proto_send(R->cfd, type, p, len))
+		return husk_seterr(EPIPE, "the guest stopped reading its control channel (%s)",
+				   husk_lasterr());
 	return 0;
 }
 
@@ -469,20 +449,6 @@ static int send_job(struct run *R)
 	return err;
 }
 
-static void write_out(int fd, const uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return;		/* a closed stdout must not stop the job */
-		p += w;
-		n -= w;
-	}
-}
-
 /*
  * Pass job output through up to --max-output bytes per stream; past that
  * it is counted, not written, and one marker line says so.
@@ -496,7 +462,7 @@ static void forward_output(struct run *R, bool out, const uint8_t *p, uint32_t l
 	uint64_t room = *seen < R->o->max_output ? R->o->max_output - *seen : 0;
 	uint32_t n = len < room ? len : (uint32_t)room;
 
-	write_out(fd, p, n);
+	write_best_effort(fd, p, n);
 	*seen += len;
 	if (n < len) {
 		char marker[160];
@@ -505,7 +471,7 @@ static void forward_output(struct run *R, bool out, const uint8_t *p, uint32_t l
 			snprintf(marker, sizeof(marker), "\n[husk: %s exceeded %llu bytes; the rest "
 				 "is dropped and counted]\n", out ? "stdout" : "stderr",
 				 (unsigned long long)R->o->max_output);
-			write_out(fd, (const uint8_t *)marker, strlen(marker));
+			write_best_effort(fd, marker, strlen(marker));
 		}
 		*dropped += len - n;
 	}

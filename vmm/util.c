@@ -112,3 +112,19 @@ int read_exact_at(int fd, void *dst, uint64_t len, uint64_t off)
 	}
 	return 0;
 }
+
+void write_best_effort(int fd, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	while (n && fd >= 0) {
+		ssize_t w = write(fd, b, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		b += w;
+		n -= w;
+	}
+}

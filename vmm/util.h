@@ -33,6 +33,12 @@ uint64_t wall_us(void);
  */
 int read_exact_at(int fd, void *dst, uint64_t len, uint64_t off);
 
+/*
+ * Write all of p unless the fd fails: output sinks (console, job output)
+ * must never stop a VM because their reader went away.
+ */
+void write_best_effort(int fd, const void *p, size_t n);
+
 /* Parse a decimal unsigned integer in [min, max]; -EINVAL/-ERANGE. */
 int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 
