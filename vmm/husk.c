@@ -72,14 +72,9 @@ static int forward_input(struct vm *vm, int fd)
 /* Wait for the VM to stop; returns the signal number that stopped it, or 0. */
 static int event_loop(struct vm *vm, uint64_t timeout_us, int in_fd)
 {
-	sigset_t set;
 	int sfd, sig = 0;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
-	sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	sfd = stop_signalfd();
 
 	for (;;) {
 		/* stdin is only watched while the guest can take more input. */

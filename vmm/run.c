@@ -749,7 +749,6 @@ static int setup(struct run *R, uint64_t start)
 	char kernel[PATH_MAX], rootfs[PATH_MAX];
 	struct vm_config cfg;
 	const char *tmp = getenv("TMPDIR");
-	sigset_t set;
 	int fd, err;
 
 	err = find_image(o->kernel, "HUSK_KERNEL", "vmlinux", kernel, sizeof(kernel));
@@ -771,11 +770,7 @@ static int setup(struct run *R, uint64_t start)
 	if (err)
 		return err;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
-	R->sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	R->sfd = stop_signalfd();
 
 	fd = -1;
 	if (o->console) {

@@ -3,10 +3,12 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -127,4 +129,15 @@ void write_best_effort(int fd, const void *p, size_t n)
 		b += w;
 		n -= w;
 	}
+}
+
+int stop_signalfd(void)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 }

@@ -39,6 +39,12 @@ int read_exact_at(int fd, void *dst, uint64_t len, uint64_t off);
  */
 void write_best_effort(int fd, const void *p, size_t n);
 
+/*
+ * A non-blocking signalfd for the signals that ask husk to stop (SIGINT,
+ * SIGTERM, SIGHUP); they must already be blocked in every thread.
+ */
+int stop_signalfd(void);
+
 /* Parse a decimal unsigned integer in [min, max]; -EINVAL/-ERANGE. */
 int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 
