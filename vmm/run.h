@@ -29,6 +29,7 @@ struct run_result {
 	uint64_t stdout_dropped, stderr_dropped;	/* beyond --max-output */
 	bool files_committed;
 	enum vm_stop_reason reason;
+	int signal;			/* the signal that stopped husk, if one did */
 	char error[512];		/* why husk or the VM failed, if it did */
 	/* Microseconds since process start; -1 when a phase was not reached. */
 	int64_t t_first_run, t_init, t_job_start, t_job_end, t_exit, t_teardown;

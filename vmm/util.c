@@ -1,6 +1,7 @@
 /*
  * util: error reporting, clocks and small file helpers shared by every module.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -140,4 +141,23 @@ int stop_signalfd(void)
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGHUP);
 	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+void rm_tree_at(int parent, const char *name)
+{
+	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d;
+	struct dirent *de;
+
+	if (fd >= 0 && (d = fdopendir(fd))) {
+		while ((de = readdir(d)))
+			if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+				rm_tree_at(dirfd(d), de->d_name);
+		closedir(d);
+		unlinkat(parent, name, AT_REMOVEDIR);
+		return;
+	}
+	if (fd >= 0)
+		close(fd);
+	unlinkat(parent, name, 0);
 }

@@ -48,4 +48,10 @@ int stop_signalfd(void);
 /* Parse a decimal unsigned integer in [min, max]; -EINVAL/-ERANGE. */
 int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 
+/*
+ * Remove name under parent and everything below it, never following a
+ * symbolic link out of the tree. Best effort: errors are ignored.
+ */
+void rm_tree_at(int parent, const char *name);
+
 #endif

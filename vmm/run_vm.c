@@ -1,0 +1,558 @@
+/*
+ * run_vm: the VM process of `husk run` (see run_int.h for the split).
+ *
+ * It opens what the VM needs while it still can, enters the jail, starts
+ * the vCPUs and then runs the job's event loop on its main thread: accept
+ * guest-init's control connection (bridged by the vsock device to a Unix
+ * socket in the runtime directory, which is now "/"), speak the protocol
+ * of docs/protocol.md, forward stdin and output, pass --get streams up to
+ * the supervisor, and enforce the deadline. Everything the guest sends is
+ * checked; a guest that misbehaves ends the run as a VM failure, never as a
+ * crash or a hang. How it went is written to the shared run_result.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "proto.h"
+#include "run_int.h"
+#include "util.h"
+
+#define BOOT_ALLOWANCE_US (60ull * 1000000)	/* boot + teardown beyond --timeout */
+#define PVM_BOOT_ALLOWANCE_US (1800ull * 1000000)
+#define DONE_GRACE_US (5ull * 1000000)
+#define CHUNK (64 * 1024)
+#define VSOCK_NAME "vsock"		/* relative: valid before and after pivot_root */
+
+enum run_state { S_CONNECT, S_HELLO, S_RUNNING, S_FILES_OUT, S_DONE };
+
+struct rvm {
+	const struct run_vm_args *a;
+	const struct run_opts *o;
+	struct run_result *r;
+	struct vm *vm;
+	int lfd, cfd, sfd, in_fd, chan;
+	struct proto_reader rd;
+	enum run_state state;
+	unsigned get_idx;
+	uint64_t deadline, done_at;
+};
+
+static int fail(struct rvm *R, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(struct rvm *R, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!R->r->error[0]) {
+		va_start(ap, fmt);
+		vsnprintf(R->r->error, sizeof(R->r->error), fmt, ap);
+		va_end(ap);
+	}
+	vm_stop(R->vm, VM_STOP_HOST_ERROR, 0, "%s", R->r->error);
+	return -EPROTO;
+}
+
+static int64_t since_start(struct rvm *R)
+{
+	return (int64_t)(now_us() - R->vm->t.start);
+}
+
+/* ---- supervisor channel ---- */
+
+static int chan_send(struct rvm *R, uint8_t type, unsigned idx, const void *p, size_t n)
+{
+	struct chan_hdr h = { .type = type, .idx = idx };
+	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)p, n } };
+	struct msghdr m = { .msg_iov = iov, .msg_iovlen = n ? 2 : 1 };
+	ssize_t w;
+
+	do
+		w = sendmsg(R->chan, &m, MSG_NOSIGNAL);
+	while (w < 0 && errno == EINTR);
+	if (w < 0)
+		return husk_seterr(errno, "the supervisor is gone: %s", strerror(errno));
+	return 0;
+}
+
+/* CHAN_STOP from the supervisor (an egress anomaly, a --get it refused). */
+static void on_chan(struct rvm *R)
+{
+	uint8_t buf[512];
+	ssize_t n = recv(R->chan, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n < (ssize_t)sizeof(struct chan_hdr) || buf[0] != CHAN_STOP) {
+		/* The supervisor died or spoke nonsense: nobody is left to report to. */
+		vm_stop(R->vm, VM_STOP_HOST_ERROR, 0, "lost the supervisor");
+		R->chan = -1;
+		return;
+	}
+	buf[n] = '\0';
+	fail(R, "%s", (char *)buf + sizeof(struct chan_hdr));
+}
+
+/* ---- control channel ---- */
+
+static int listen_ctl(struct rvm *R)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+
+	snprintf(a.sun_path, sizeof(a.sun_path), VSOCK_NAME "_%u", PROTO_VSOCK_PORT);
+	R->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (R->lfd < 0 || bind(R->lfd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    listen(R->lfd, 1) < 0)
+		return husk_seterr(errno, "cannot listen on %s/%s: %s", R->a->root, a.sun_path,
+				   strerror(errno));
+	/* The jailed uid's vsock device connects here. */
+	if (R->a->jail && (chown(a.sun_path, R->a->uid, R->a->gid) < 0 ||
+			   chmod(a.sun_path, 0600) < 0))
+		return husk_seterr(errno, "cannot hand %s to the jail: %s", a.sun_path,
+				   strerror(errno));
+	return 0;
+}
+
+/* Send one frame; proto_send bounds the wait on this non-blocking socket. */
+static int ctl_send(struct rvm *R, uint16_t type, const void *p, uint32_t len)
+{
+	if (proto_send(R->cfd, type, p, len))
+		return husk_seterr(EPIPE, "the guest stopped reading its control channel (%s)",
+				   husk_lasterr());
+	return 0;
+}
+
+/* Each --put is its own gzip'd tar stream, ended by an empty chunk. */
+static int send_puts(struct rvm *R)
+{
+	uint8_t buf[CHUNK];
+	uint64_t off = 0, left;
+	unsigned i;
+	int err;
+
+	for (i = 0; i < R->o->nr_put; i++) {
+		for (left = R->a->sh->put_len[i]; left; ) {
+			size_t n = left < sizeof(buf) ? left : sizeof(buf);
+
+			err = read_exact_at(R->a->put_fd, buf, n, off);
+			if (err)
+				return husk_seterr(err, "cannot read the staged --put files");
+			err = ctl_send(R, P_FILES_IN, buf, n);
+			if (err)
+				return err;
+			off += n;
+			left -= n;
+		}
+		err = ctl_send(R, P_FILES_IN, NULL, 0);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int send_job(struct rvm *R)
+{
+	const struct run_opts *o = R->o;
+	const struct netpool_lease *l = R->a->lease;
+	uint8_t seed[64];
+	struct tlv_buf b;
+	unsigned i;
+	int err;
+
+	tlv_init(&b);
+	for (i = 0; i < (unsigned)o->argc; i++)
+		tlv_put_str(&b, T_JOB_ARG, o->argv[i]);
+	for (i = 0; i < o->nr_env; i++)
+		tlv_put_str(&b, T_JOB_ENV, o->env[i]);
+	tlv_put_u64(&b, T_JOB_TIMEOUT_MS, o->timeout_sec * 1000);
+	tlv_put_u32(&b, T_JOB_WORKSPACE_MIB, o->workspace_mib);
+	tlv_put_u64(&b, T_JOB_CLOCK_NS, wall_us() * 1000);
+	if (getrandom(seed, sizeof(seed), 0) == sizeof(seed))
+		tlv_put(&b, T_JOB_RNG_SEED, seed, sizeof(seed));
+	tlv_put_u8(&b, T_JOB_STDIN, o->stdin);
+	tlv_put_u8(&b, T_JOB_FILES_IN, o->nr_put);
+	for (i = 0; i < o->nr_get; i++)
+		tlv_put_str(&b, T_JOB_GET, o->get[i].guest);
+	if (l) {
+		/* Addresses in network order, as the in_addr holds them. */
+		tlv_put_u32(&b, T_JOB_NET_ADDR, l->guest.s_addr);
+		tlv_put_u32(&b, T_JOB_NET_GW, l->host.s_addr);
+		tlv_put_u8(&b, T_JOB_NET_PREFIX, l->prefixlen);
+	}
+	if (b.failed) {
+		tlv_free(&b);
+		return husk_seterr(E2BIG, "the job description is too large");
+	}
+	err = ctl_send(R, P_JOB, b.data, b.len);
+	tlv_free(&b);
+	return err ? err : send_puts(R);
+}
+
+/*
+ * Pass job output through up to --max-output bytes per stream; past that
+ * it is counted, not written, and one marker line says so.
+ */
+static void forward_output(struct rvm *R, bool out, const uint8_t *p, uint32_t len)
+{
+	struct run_result *r = R->r;
+	uint64_t *seen = out ? &r->stdout_bytes : &r->stderr_bytes;
+	uint64_t *dropped = out ? &r->stdout_dropped : &r->stderr_dropped;
+	int fd = out ? STDOUT_FILENO : STDERR_FILENO;
+	uint64_t room = *seen < R->o->max_output ? R->o->max_output - *seen : 0;
+	uint32_t n = len < room ? len : (uint32_t)room;
+
+	write_best_effort(fd, p, n);
+	*seen += len;
+	if (n < len) {
+		char marker[160];
+
+		if (!*dropped) {
+			snprintf(marker, sizeof(marker), "\n[husk: %s exceeded %llu bytes; the rest "
+				 "is dropped and counted]\n", out ? "stdout" : "stderr",
+				 (unsigned long long)R->o->max_output);
+			write_best_effort(fd, marker, strlen(marker));
+		}
+		*dropped += len - n;
+	}
+}
+
+static int parse_exit(struct rvm *R, const uint8_t *p, uint32_t len)
+{
+	struct run_result *r = R->r;
+	struct tlv_iter it;
+	struct tlv t;
+	uint32_t v32;
+	uint8_t v8;
+	int n;
+
+	tlv_iter_init(&it, p, len);
+	while ((n = tlv_next(&it, &t)) == 1) {
+		switch (t.tag) {
+		case T_EXIT_CODE:
+			if (tlv_u32(&t, &v32) || v32 > 255)
+				return -EINVAL;
+			r->job_code = v32;
+			break;
+		case T_EXIT_SIGNAL:
+			if (tlv_u32(&t, &v32) || v32 == 0 || v32 > 64)
+				return -EINVAL;
+			r->job_signal = v32;
+			break;
+		case T_EXIT_TIMED_OUT:
+			if (tlv_u8(&t, &v8))
+				return -EINVAL;
+			r->timed_out = v8;
+			break;
+		case T_EXIT_USER_US:
+			if (tlv_u64(&t, &r->user_us))
+				return -EINVAL;
+			break;
+		case T_EXIT_SYS_US:
+			if (tlv_u64(&t, &r->sys_us))
+				return -EINVAL;
+			break;
+		case T_EXIT_MAXRSS_KIB:
+			if (tlv_u64(&t, &r->maxrss_kib))
+				return -EINVAL;
+			break;
+		default:
+			break;	/* newer guest-init fields are ignored */
+		}
+	}
+	return n;
+}
+
+static int on_files_out(struct rvm *R, const uint8_t *p, uint32_t len)
+{
+	if (R->state != S_FILES_OUT || R->get_idx >= R->o->nr_get)
+		return fail(R, "guest sent files that were not asked for");
+	if (len && chan_send(R, CHAN_GET_DATA, R->get_idx, p, len))
+		return fail(R, "%s", husk_lasterr());
+	if (!len) {
+		if (chan_send(R, CHAN_GET_END, R->get_idx, NULL, 0))
+			return fail(R, "%s", husk_lasterr());
+		if (++R->get_idx == R->o->nr_get)
+			R->state = S_DONE;
+	}
+	return 0;
+}
+
+/* Handle one frame: <0 ends the run as a failure, 1 ends the conversation. */
+static int on_frame(struct rvm *R, const struct proto_hdr *h, uint8_t *p)
+{
+	struct run_result *r = R->r;
+
+	switch (h->type) {
+	case P_HELLO:
+		if (R->state != S_HELLO)
+			return fail(R, "guest sent HELLO twice");
+		R->state = S_RUNNING;
+		if (send_job(R))
+			return fail(R, "cannot send the job: %s", husk_lasterr());
+		return 0;
+	case P_STARTED:
+		if (R->state != S_RUNNING || r->job_started)
+			return fail(R, "guest sent STARTED out of order");
+		r->job_started = true;
+		r->t_job_start = since_start(R);
+		return 0;
+	case P_STDOUT:
+	case P_STDERR:
+		if (R->state != S_RUNNING)
+			return fail(R, "guest sent output after the job ended");
+		forward_output(R, h->type == P_STDOUT, p, h->len);
+		return 0;
+	case P_EXIT:
+		if (R->state != S_RUNNING || r->job_exited)
+			return fail(R, "guest sent EXIT out of order");
+		if (parse_exit(R, p, h->len) < 0)
+			return fail(R, "guest sent a malformed EXIT record");
+		r->job_exited = true;
+		r->t_job_end = since_start(R);
+		R->state = R->o->nr_get ? S_FILES_OUT : S_DONE;
+		return 0;
+	case P_FILES_OUT:
+		return on_files_out(R, p, h->len);
+	case P_DONE:
+		if (R->state != S_DONE)
+			return fail(R, "guest finished before the job's results were complete");
+		R->done_at = now_us();
+		/* Closing tells guest-init everything arrived: it powers off now. */
+		return 1;
+	case P_ERROR: {
+		char msg[256];
+		size_t n = h->len < sizeof(msg) - 1 ? h->len : sizeof(msg) - 1;
+		size_t i;
+
+		memcpy(msg, p, n);
+		msg[n] = '\0';
+		for (i = 0; i < n; i++)
+			if ((unsigned char)msg[i] < 0x20)
+				msg[i] = ' ';
+		fail(R, "guest-init: %s", msg);
+		return 1;
+	}
+	default:
+		return fail(R, "guest sent an unexpected frame (type %u)", h->type);
+	}
+}
+
+static void on_ctl_readable(struct rvm *R)
+{
+	struct proto_hdr h;
+	uint8_t *p;
+	int n;
+
+	while ((n = proto_reader_read(&R->rd, R->cfd, &h, &p)) == 1) {
+		n = on_frame(R, &h, p);
+		free(p);
+		if (n < 0)
+			return;
+		if (n == 1) {		/* conversation over */
+			close(R->cfd);
+			R->cfd = -1;
+			return;
+		}
+	}
+	if (n == -EPIPE || n == -EPROTO) {
+		close(R->cfd);
+		R->cfd = -1;
+		if (R->state != S_DONE || !R->done_at)
+			fail(R, n == -EPIPE ? "guest-init closed the control channel early"
+					    : "guest-init sent a malformed frame");
+	}
+}
+
+static void on_accept(struct rvm *R)
+{
+	int fd = accept4(R->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+	if (fd < 0)
+		return;
+	close(R->lfd);
+	R->lfd = -1;
+	R->cfd = fd;
+	R->state = S_HELLO;
+	R->r->t_init = R->vm->t.event[HUSK_EV_INIT] ?
+		(int64_t)(R->vm->t.event[HUSK_EV_INIT] - R->vm->t.start) : since_start(R);
+}
+
+static void on_stdin(struct rvm *R)
+{
+	uint8_t buf[CHUNK];
+	ssize_t n = read(R->in_fd, buf, sizeof(buf));
+
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n <= 0) {
+		ctl_send(R, P_STDIN, NULL, 0);
+		R->in_fd = -1;
+		return;
+	}
+	if (ctl_send(R, P_STDIN, buf, n))
+		fail(R, "%s", husk_lasterr());
+}
+
+static void event_loop(struct rvm *R)
+{
+	for (;;) {
+		bool want_in = R->in_fd >= 0 && R->cfd >= 0 && R->r->job_started &&
+			       R->state == S_RUNNING;
+		struct pollfd p[6] = {
+			{ .fd = R->vm->stop_fd, .events = POLLIN },
+			{ .fd = R->sfd, .events = POLLIN },
+			{ .fd = R->lfd, .events = POLLIN },
+			{ .fd = R->cfd, .events = POLLIN },
+			{ .fd = want_in ? R->in_fd : -1, .events = POLLIN },
+			{ .fd = R->chan, .events = POLLIN },
+		};
+		uint64_t now;
+		int r = poll(p, 6, 20);
+
+		if (r < 0 && errno != EINTR) {
+			fail(R, "poll: %s", strerror(errno));
+			break;
+		}
+		console_flush(&R->vm->console);
+		if (p[0].revents & POLLIN) {
+			/* Take whatever the guest sent before it stopped. */
+			if (R->cfd >= 0)
+				on_ctl_readable(R);
+			break;
+		}
+		if (p[1].revents & POLLIN) {
+			struct signalfd_siginfo si;
+
+			if (read(R->sfd, &si, sizeof(si)) == sizeof(si)) {
+				R->r->signal = si.ssi_signo;
+				vm_stop(R->vm, VM_STOP_SIGNAL, 0, "stopped by signal %d (%s)",
+					(int)si.ssi_signo, strsignal(si.ssi_signo));
+			}
+			continue;
+		}
+		if (p[2].revents & POLLIN)
+			on_accept(R);
+		if (p[3].revents & (POLLIN | POLLHUP | POLLERR))
+			on_ctl_readable(R);
+		if (p[4].revents & (POLLIN | POLLHUP | POLLERR))
+			on_stdin(R);
+		if (p[5].revents & (POLLIN | POLLHUP | POLLERR))
+			on_chan(R);
+		now = now_us();
+		if (now >= R->deadline)
+			vm_stop(R->vm, VM_STOP_TIMEOUT, 0, "the guest did not finish within "
+				"--timeout plus the boot allowance");
+		if (R->done_at && now - R->done_at > DONE_GRACE_US)
+			vm_stop(R->vm, VM_STOP_POWEROFF, 0, "guest-init finished but did not "
+				"power off; stopped by husk");
+	}
+}
+
+/* Wait for the supervisor's go (it has put this process in its cgroup). */
+static int wait_go(int chan)
+{
+	struct chan_hdr h;
+	ssize_t n;
+
+	do
+		n = recv(chan, &h, sizeof(h), 0);
+	while (n < 0 && errno == EINTR);
+	if (n != sizeof(h) || h.type != CHAN_GO)
+		return husk_seterr(EPIPE, "the supervisor did not start the VM");
+	return 0;
+}
+
+static int setup(struct rvm *R)
+{
+	const struct run_vm_args *a = R->a;
+	const struct run_opts *o = R->o;
+	struct vm_config cfg;
+	int err;
+
+	err = wait_go(R->chan);
+	if (err)
+		return err;
+	if (chdir(a->root) < 0)
+		return husk_seterr(errno, "cannot enter %s: %s", a->root, strerror(errno));
+	err = listen_ctl(R);
+	if (err)
+		return err;
+	R->sfd = stop_signalfd();
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.net_tap_fd = a->tap_fd;
+	memcpy(cfg.net_mac, a->mac, sizeof(cfg.net_mac));
+	cfg.kernel_path = a->kernel;
+	cfg.rootfs_path = a->rootfs;
+	cfg.rng = true;
+	cfg.vsock_uds = VSOCK_NAME;
+	cfg.guest_cid = RUN_GUEST_CID;
+	cfg.cmdline = RUN_CMDLINE;
+	cfg.mem_bytes = o->mem_mib << 20;
+	cfg.nr_vcpus = o->vcpus;
+	cfg.console_fd = a->console_fd;
+	err = vm_create(R->vm, &cfg, a->start);
+	if (!err)
+		err = vm_start(R->vm);
+	if (err)
+		return err;
+	if (R->vm->kvm.pvm)
+		husk_msg("warning: this host's KVM is PVM: guest kernel code is emulated and "
+			 "booting takes minutes; use hardware KVM for real work");
+	R->deadline = a->start + o->timeout_sec * 1000000u +
+		      (R->vm->kvm.pvm ? PVM_BOOT_ALLOWANCE_US : BOOT_ALLOWANCE_US);
+	return 0;
+}
+
+int run_vm_main(const struct run_vm_args *a)
+{
+	struct run_result *r = &a->sh->r;
+	struct rvm R;
+
+	memset(&R, 0, sizeof(R));
+	R.a = a;
+	R.o = a->o;
+	R.r = r;
+	R.lfd = R.cfd = R.sfd = -1;
+	R.chan = a->chan_fd;
+	R.in_fd = a->o->stdin ? STDIN_FILENO : -1;
+	proto_reader_init(&R.rd);
+	R.vm = calloc(1, sizeof(*R.vm));
+	if (!R.vm) {
+		snprintf(r->error, sizeof(r->error), "out of memory");
+		return 1;
+	}
+	if (setup(&R)) {
+		snprintf(r->error, sizeof(r->error), "%s", husk_lasterr());
+		vm_stop(R.vm, VM_STOP_HOST_ERROR, 0, "%s", r->error);
+	} else {
+		event_loop(&R);
+	}
+	vm_destroy(R.vm);
+	r->reason = R.vm->reason;
+	if (R.vm->t.first_run)
+		r->t_first_run = R.vm->t.first_run - a->start;
+	if (R.vm->t.exit)
+		r->t_exit = R.vm->t.exit - a->start;
+	if (r->t_init < 0 && R.vm->t.event[HUSK_EV_INIT])
+		r->t_init = R.vm->t.event[HUSK_EV_INIT] - a->start;
+	if (!r->error[0] && !r->job_exited && R.vm->reason != VM_STOP_SIGNAL &&
+	    R.vm->reason != VM_STOP_TIMEOUT)
+		snprintf(r->error, sizeof(r->error), "the VM stopped before the job finished: %s",
+			 R.vm->detail);
+	if (R.vm->reason == VM_STOP_TIMEOUT && !r->job_exited)
+		r->timed_out = true;
+	proto_reader_free(&R.rd);
+	free(R.vm);
+	return 0;
+}
