@@ -15,11 +15,18 @@
  *   4. DoT (853) always dropped; DNS (53) passes only to the gateway where
  *      husk's DNS proxy listens, and is dropped to anything else even when an
  *      allow rule covers it (the proxy is where names are policed).
- *   5. Deny list (built-in ranges + the host's own addresses), then the VM's
- *      allow LPM trie (protocol + port ranges). An allow rule overrides a
- *      deny range only if it is at least as specific (egress.h).
+ *   5. Deny list (built-in ranges, the host's own addresses, the VM's
+ *      --deny prefixes), then the VM's allow LPM trie (protocol + port
+ *      ranges). An allow rule overrides a deny range only if it is at least
+ *      as specific (egress.h). Only then, and only outside every deny range,
+ *      the VM's DNS-learned addresses (exact match, --allow-host).
  *   6. Flow tracking and anomaly thresholds; past the first threshold the VM
  *      gets one ring-buffer event and all its traffic is dropped.
+ * A packet refused in step 4 or 5 has its destination noted in the VM's
+ * "first denied destinations" log.
+ *
+ * A second, much smaller program (egress_count_in) sits on the tap's egress,
+ * where the host hands frames to the guest, and only counts them.
  *
  * Why IPv4 fragments are dropped: a non-first fragment has no L4 header, so
  * its ports cannot be checked, and a first fragment can be cut short so the
@@ -132,6 +139,20 @@ struct {
 } egress_dsts SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, EGRESS_MAX_DYN);
+	__type(key, struct egress_dyn_key);
+	__type(value, struct egress_dyn);
+} egress_dyn SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, EGRESS_MAX_VMS);
+	__type(key, __u32);
+	__type(value, struct egress_denied_log);
+} egress_denied SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, EGRESS_RINGBUF_BYTES);
 } egress_events SEC(".maps");
@@ -208,7 +229,13 @@ static __always_inline __u32 deny4_builtin(__u32 d)
 	return 0;
 }
 
-/* Built-in IPv6 deny ranges, as deny4_builtin(). */
+/*
+ * Built-in IPv6 deny ranges, as deny4_builtin(). Besides the local scopes
+ * (loopback, link-local, unique-local, multicast) these are the prefixes
+ * that carry an IPv4 address a relay or translator would deliver to: they
+ * could reach the IPv4 deny ranges through the back door, so only an allow
+ * rule at least as specific as the whole translation prefix opens them.
+ */
 static __always_inline __u32 deny6_builtin(const __u8 *a)
 {
 	const __u32 *w = (const __u32 *)a;
@@ -220,13 +247,27 @@ static __always_inline __u32 deny6_builtin(const __u8 *a)
 			return DENY_HARD;	/* :: and ::1 */
 		if (w[2] == bpf_htonl(0xffff))
 			return DENY_HARD;	/* v4-mapped: not for the wire */
+		if (w[2] == 0)
+			return 96;	/* ::/96 IPv4-compatible (deprecated) */
 	}
 	if ((a[0] & 0xfe) == 0xfc)
 		return 7;		/* fc00::/7 ULA */
 	if (a[0] == 0xfe && (a[1] & 0xc0) == 0x80)
 		return 10;		/* fe80::/10 link-local */
-	if (w[0] == bpf_htonl(0x0064ff9b) && w[1] == 0 && w[2] == 0)
-		return 96;		/* 64:ff9b::/96 NAT64: reaches v4 ranges */
+	if (a[0] == 0xfe && (a[1] & 0xc0) == 0xc0)
+		return 10;		/* fec0::/10 site-local (deprecated) */
+	if (w[0] == bpf_htonl(0x0064ff9b)) {
+		if (w[1] == 0 && w[2] == 0)
+			return 96;	/* 64:ff9b::/96 NAT64 well-known prefix */
+		if (a[4] == 0 && a[5] == 1)
+			return 48;	/* 64:ff9b:1::/48 local-use NAT64 */
+	}
+	if (w[0] == bpf_htonl(0x01000000) && w[1] == 0)
+		return 64;		/* 100::/64 discard-only */
+	if (a[0] == 0x20 && a[1] == 0x02)
+		return 16;		/* 2002::/16 6to4 */
+	if (w[0] == bpf_htonl(0x20010000))
+		return 32;		/* 2001::/32 Teredo */
 	return 0;
 }
 
@@ -263,13 +304,15 @@ static __always_inline int rule_ok(const struct egress_allow *al,
 }
 
 /*
- * Deny list + allow trie. Returns -1 when the packet may pass, else the
- * drop reason.
+ * Deny list + allow trie + DNS-learned addresses. Returns -1 when the packet
+ * may pass, else the drop reason.
  */
 static __always_inline int policy(__u32 ifindex, const struct pkt *p)
 {
+	struct egress_dyn_key dk = { .ifindex = ifindex, .family = p->family };
 	struct egress_allow *al;
 	struct egress_deny *dn;
+	struct egress_dyn *dyn;
 	__u32 deny;
 
 	if (p->family == 4) {
@@ -286,6 +329,7 @@ static __always_inline int policy(__u32 ifindex, const struct pkt *p)
 			deny = dn->plen;
 		k.ifindex = ifindex;
 		al = bpf_map_lookup_elem(&egress_allow4, &k);
+		__builtin_memcpy(dk.addr, &p->daddr4, 4);
 	} else {
 		struct egress_lpm6 k = { .prefixlen = 160, .ifindex = ifindex };
 
@@ -300,14 +344,70 @@ static __always_inline int policy(__u32 ifindex, const struct pkt *p)
 			deny = dn->plen;
 		k.ifindex = ifindex;
 		al = bpf_map_lookup_elem(&egress_allow6, &k);
+		__builtin_memcpy(dk.addr, p->daddr6, 16);
 	}
 	if (deny && (!al || al->plen < deny))
 		return EGRESS_DROP_DENY_RANGE;
-	if (!al)
+	if (al && rule_ok(al, p))
+		return -1;
+	/*
+	 * A DNS-learned address never opens anything inside a deny range,
+	 * not even next to a static rule that opened part of that range for
+	 * other ports: only an explicit --allow may reach private space.
+	 */
+	dyn = deny ? NULL : bpf_map_lookup_elem(&egress_dyn, &dk);
+	if (dyn && rule_ok(&dyn->rule, p)) {
+		dyn->last_ns = bpf_ktime_get_ns();
+		return -1;
+	}
+	if (!al && !dyn)
 		return EGRESS_DROP_NOT_ALLOWED;
-	if (!rule_ok(al, p))
-		return EGRESS_DROP_PORT;
-	return -1;
+	return EGRESS_DROP_PORT;
+}
+
+/*
+ * Note a refused destination in the VM's log if it is new and there is room.
+ * Two CPUs refusing the same new destination at once may both note it;
+ * userspace folds such duplicates when it reads the log.
+ */
+static __always_inline void note_denied(__u32 ifindex, const struct pkt *p,
+					__u32 reason)
+{
+	struct egress_denied_log *log;
+	struct egress_denied_dst *d;
+	__u16 port = 0;
+	__u32 i, n, slot;
+	__u8 addr[16] __attribute__((aligned(4))) = {};
+
+	log = bpf_map_lookup_elem(&egress_denied, &ifindex);
+	if (!log)
+		return;
+	n = log->count;
+	if (n >= EGRESS_DENIED_MAX)
+		return;
+	if (p->proto == IPPROTO_TCP || p->proto == IPPROTO_UDP)
+		port = p->dport;
+	if (p->family == 4)
+		__builtin_memcpy(addr, &p->daddr4, 4);
+	else
+		__builtin_memcpy(addr, p->daddr6, 16);
+	for (i = 0; i < EGRESS_DENIED_MAX; i++) {
+		if (i >= n)
+			break;
+		d = &log->dst[i];
+		if (d->family == p->family && d->proto == p->proto &&
+		    d->port == port && ip6_eq(d->addr, addr))
+			return;
+	}
+	slot = __sync_fetch_and_add(&log->count, 1);
+	if (slot >= EGRESS_DENIED_MAX)
+		return;
+	d = &log->dst[slot];
+	d->proto = p->proto;
+	d->port = port;
+	d->reason = reason;
+	__builtin_memcpy(d->addr, addr, 16);
+	d->family = p->family;	/* last: marks the slot complete */
 }
 
 /*
@@ -382,7 +482,13 @@ static __always_inline int track(__u32 ifindex, const struct egress_config *cfg,
 	}
 	wbytes = __sync_add_and_fetch(&st->window_bytes, len);
 	total = __sync_add_and_fetch(&st->total_bytes, len);
-	if (bpf_map_update_elem(&egress_dsts, &dk, &one, BPF_NOEXIST) == 0)
+	/*
+	 * Look before inserting: an LRU map's update takes a node off its
+	 * free list before it finds the key exists, which costs more than the
+	 * lookup that almost every packet of a known destination needs.
+	 */
+	if (!bpf_map_lookup_elem(&egress_dsts, &dk) &&
+	    bpf_map_update_elem(&egress_dsts, &dk, &one, BPF_NOEXIST) == 0)
 		dsts = __sync_add_and_fetch(&st->distinct_dsts, 1);
 	else
 		dsts = st->distinct_dsts;
@@ -664,25 +770,52 @@ int egress_filter(struct __sk_buff *skb)
 		return drop(c, r);
 
 	if (p.proto == IPPROTO_TCP || p.proto == IPPROTO_UDP) {
-		if (p.dport == 853)
-			return drop(c, EGRESS_DROP_DOT);
+		if (p.dport == 853) {
+			r = EGRESS_DROP_DOT;
+			goto refused;
+		}
 		if (p.dport == 53) {
 			int to_gw = p.family == 4 ? p.daddr4 == cfg->gw_ip4 :
 					ip6_eq(p.daddr6, cfg->gw_ip6);
 
-			if (!to_gw)
-				return drop(c, EGRESS_DROP_DNS);
+			if (!to_gw) {
+				r = EGRESS_DROP_DNS;
+				goto refused;
+			}
 			goto track;
 		}
 	}
 	r = policy(ifindex, &p);
 	if (r != -1)
-		return drop(c, r);
+		goto refused;
 track:
 	if (track(ifindex, cfg, c, &p, skb->len))
 		return drop(c, EGRESS_DROP_ANOMALY);
 pass:
 	c->packets++;
 	c->bytes += skb->len;
+	return TC_ACT_OK;
+refused:
+	note_denied(ifindex, &p, r);
+	return drop(c, r);
+}
+
+/*
+ * On the tap's egress: frames the host hands to the guest. Only counted,
+ * never dropped here (what reaches the tap was routed to the guest's /30).
+ * skb->ifindex is the tap at tc egress; BPF_PROG_TEST_RUN sets it from
+ * ctx.ifindex (a real device).
+ */
+SEC("tc")
+int egress_count_in(struct __sk_buff *skb)
+{
+	__u32 ifindex = skb->ifindex;
+	struct egress_counters *c;
+
+	c = bpf_map_lookup_elem(&egress_counters, &ifindex);
+	if (c) {
+		c->in_packets++;
+		c->in_bytes += skb->len;
+	}
 	return TC_ACT_OK;
 }

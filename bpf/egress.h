@@ -9,7 +9,9 @@
  * order exactly as they appear on the wire; ports in host byte order.
  *
  * Every map holding per-VM state is keyed by the ifindex of the guest's tap
- * device (at tc ingress skb->ingress_ifindex == skb->ifindex == the tap).
+ * device (at tc ingress skb->ingress_ifindex == skb->ifindex == the tap; at
+ * tc egress skb->ifindex is the tap), so one VM's entries can never match
+ * another VM's packets.
  */
 #ifndef HUSK_BPF_EGRESS_H
 #define HUSK_BPF_EGRESS_H
@@ -20,8 +22,16 @@
 #define EGRESS_MAX_RULES	16384	/* allow/deny LPM entries, all VMs */
 #define EGRESS_MAX_FLOWS	65536	/* LRU flow table, all VMs */
 #define EGRESS_MAX_DSTS		65536	/* LRU distinct-destination table */
+#define EGRESS_MAX_DYN		16384	/* DNS-learned addresses, all VMs */
 #define EGRESS_MAX_PORT_RANGES	8
 #define EGRESS_RINGBUF_BYTES	(64 * 1024)
+#define EGRESS_DENIED_MAX	8	/* distinct denied destinations kept per VM */
+/*
+ * A DNS-learned address outlives its TTL while the guest still uses it: an
+ * expired entry whose last passed packet is younger than this is kept (see
+ * egress_expire() in vmm/egress.h).
+ */
+#define EGRESS_LIVE_SEC		300
 
 /*
  * Why a packet was dropped: index into egress_counters.drops[]. Append only;
@@ -65,13 +75,19 @@ struct egress_config {
 	__u64 max_bytes_window;		/* bytes out per window */
 };
 
-/* Per-VM counters, key: __u32 ifindex; per-CPU: userspace sums the CPUs. */
+/*
+ * Per-VM counters, key: __u32 ifindex; per-CPU: userspace sums the CPUs.
+ * packets..drops count what the guest sent (tap ingress, egress_filter);
+ * in_* what the host handed to the guest (tap egress, egress_count_in).
+ */
 struct egress_counters {
 	__u64 packets;			/* passed */
 	__u64 bytes;			/* passed, whole frames */
 	__u64 new_conns;		/* TCP SYN without ACK + new UDP/ICMP flows */
 	__u64 dropped;			/* sum of drops[] */
 	__u64 drops[EGRESS_DROP__MAX];
+	__u64 in_packets;		/* host -> guest frames */
+	__u64 in_bytes;			/* host -> guest, whole frames */
 };
 
 /* Per-VM anomaly state, key: __u32 ifindex (shared by all CPUs). */
@@ -130,6 +146,47 @@ struct egress_allow {
 /* Deny rule value: the rule's own prefix length (see egress_allow.plen). */
 struct egress_deny {
 	__u32 plen;
+};
+
+/*
+ * Addresses learned from the VM's DNS proxy answers (--allow-host), an exact
+ * match per VM: key {ifindex, family (4 or 6), address}. Checked only after
+ * the static rules did not pass a packet, and never for a destination inside
+ * a deny range: a name that resolves to 127.0.0.1, a private range or the
+ * host's own address stays blocked (DNS rebinding).
+ */
+struct egress_dyn_key {
+	__u32 ifindex;
+	__u32 family;			/* 4 or 6 */
+	__u8 addr[16];			/* IPv4 in the first 4 bytes */
+};
+
+struct egress_dyn {
+	struct egress_allow rule;	/* protos + ports; plen unused */
+	__u32 pad;
+	__u64 expires_ns;		/* CLOCK_MONOTONIC; userspace only */
+	__u64 last_ns;			/* last packet this entry passed (BPF) */
+};
+
+/*
+ * The first EGRESS_DENIED_MAX distinct destinations a VM was refused
+ * (reasons deny-range, not-allowed, port, dns, dot), key: __u32 ifindex.
+ * count is the number of slots claimed (may overshoot the array by racing
+ * CPUs: read at most EGRESS_DENIED_MAX); a slot whose family is still 0 is
+ * being written.
+ */
+struct egress_denied_dst {
+	__u8 family;			/* 4 or 6; 0 = not written yet */
+	__u8 proto;			/* IPPROTO_* */
+	__u16 port;			/* destination port, host order; 0 for ICMP */
+	__u32 reason;			/* enum egress_reason */
+	__u8 addr[16];			/* IPv4 in the first 4 bytes */
+};
+
+struct egress_denied_log {
+	__u32 count;
+	__u32 pad;
+	struct egress_denied_dst dst[EGRESS_DENIED_MAX];
 };
 
 /* LRU flow table: which 5-tuples were seen, value: __u64 last-seen ns. */

@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "cli_run.h"
+#include "dns.h"
 #include "util.h"
 #include "vm.h"
 
@@ -19,8 +20,9 @@ const char cli_run_usage[] =
 	"                [--put HOSTPATH:GUESTPATH]... [--get GUESTPATH:HOSTDIR]...\n"
 	"                [--get-always] [--stdin] [--max-output BYTES] [--json]\n"
 	"                [--console FILE] [--net none|egress] [--allow RULE]...\n"
-	"                [--conn-rate N] [--egress-limit BYTES]\n"
-	"                [--verbose] -- CMD [ARGS...]\n"
+	"                [--allow-host NAME]... [--deny CIDR]... [--conn-rate N]\n"
+	"                [--egress-limit BYTES] [--cpus N] [--pids-max N]\n"
+	"                [--uid-range BASE:COUNT] [--no-jail] [--verbose] -- CMD [ARGS...]\n"
 	"\n"
 	"Boot a fresh microVM, run CMD inside as the unprivileged agentuser in a\n"
 	"tmpfs workspace (/tmp/workspace) on a read-only root, stream its stdout and\n"
@@ -45,11 +47,27 @@ const char cli_run_usage[] =
 	"  --net MODE          none (default): no network card; egress: a NIC whose\n"
 	"                      traffic is denied except DNS and what --allow opens\n"
 	"  --allow RULE        with --net egress, allow CIDR[:tcp|udp|icmp|any\n"
-	"                      [:PORT[-PORT],...]], e.g. 198.51.100.0/24:tcp:80,443\n"
+	"                      [:PORT[-PORT],...]], e.g. 198.51.100.0/24:tcp:80,443;\n"
+	"                      IPv6 in brackets: [2001:db8::]/32:tcp:443\n"
+	"  --allow-host NAME   with --net egress, let the guest resolve NAME\n"
+	"                      (example.com, or *.example.com for names below it)\n"
+	"                      through husk's DNS proxy and reach the addresses in\n"
+	"                      the answer for their TTL; other names get NXDOMAIN\n"
+	"  --deny CIDR         with --net egress, block CIDR (a.b.c.d/len or\n"
+	"                      [IPv6]/len) even inside a wider --allow; of two\n"
+	"                      overlapping rules the more specific wins\n"
 	"  --conn-rate N       with --net egress, kill the VM when it opens more than\n"
 	"                      N new connections in one second (default 100)\n"
 	"  --egress-limit B    with --net egress, kill the VM when it sends more than\n"
 	"                      B bytes in total (default 1 GiB)\n"
+	"  --cpus N            host CPU time the VM may use, in CPUs: 0.01..--vcpus,\n"
+	"                      up to 3 decimals (default 0.5)\n"
+	"  --pids-max N        host tasks (threads) of the VM's jail, at least\n"
+	"                      --vcpus + 8 and 16 (default 128)\n"
+	"  --uid-range B:C     host uids for per-VM jails: B..B+C-1, never root or\n"
+	"                      nobody (default 200000:4096)\n"
+	"  --no-jail           debugging only: run the VMM without its jail\n"
+	"                      (namespaces, uid, cgroup, seccomp); husk warns\n"
 	"  --verbose           debug messages on stderr\n"
 	"\n"
 	"Exit status: the job's exit code; 128+N if a signal N killed it; 124 the\n"
@@ -135,53 +153,227 @@ bad:
 			   arg);
 }
 
+/*
+ * "a.b.c.d/len" or "[v6]/len" at the start of s, up to end (exclusive).
+ * IPv6 must be bracketed: its colons would otherwise run into the
+ * ":PROTO:PORTS" that may follow. Host bits must be zero, so a rule always
+ * means exactly the range it shows.
+ */
+static int parse_cidr(const char *opt, const char *arg, const char *s, size_t n,
+		      int *family, struct in_addr *a4, struct in6_addr *a6,
+		      unsigned *plen)
+{
+	char addr[INET6_ADDRSTRLEN + 2];
+	const char *slash = memchr(s, '/', n), *len_s;
+	unsigned long len = 0;
+	unsigned max, i;
+	uint8_t *b;
+	size_t alen;
+
+	if (!slash || slash == s || slash + 1 == s + n)
+		goto bad;
+	len_s = slash + 1;
+	for (i = 0; len_s + i < s + n; i++) {
+		if (len_s[i] < '0' || len_s[i] > '9' || i >= 3)
+			goto bad;
+		len = len * 10 + (len_s[i] - '0');
+	}
+	alen = slash - s;
+	if (s[0] == '[') {
+		if (alen < 3 || s[alen - 1] != ']' || alen - 2 >= sizeof(addr))
+			goto bad;
+		memcpy(addr, s + 1, alen - 2);
+		addr[alen - 2] = '\0';
+		if (inet_pton(AF_INET6, addr, a6) != 1)
+			goto bad;
+		*family = AF_INET6;
+		b = a6->s6_addr;
+		max = 128;
+	} else {
+		if (alen >= sizeof(addr))
+			goto bad;
+		memcpy(addr, s, alen);
+		addr[alen] = '\0';
+		if (inet_pton(AF_INET, addr, a4) != 1) {
+			if (strchr(addr, ':'))
+				return husk_seterr(EINVAL, "%s %s: write an IPv6 address in "
+						   "brackets: [%s]/%.*s", opt, arg, addr,
+						   (int)(s + n - len_s), len_s);
+			goto bad;
+		}
+		*family = AF_INET;
+		b = (uint8_t *)&a4->s_addr;
+		max = 32;
+	}
+	if (len > max)
+		goto bad;
+	for (i = len; i < max; i++)
+		if (b[i / 8] & (0x80u >> (i % 8)))
+			return husk_seterr(EINVAL, "%s %s: host bits set after /%lu", opt,
+					   arg, len);
+	*plen = len;
+	return 0;
+bad:
+	return husk_seterr(EINVAL, "%s %s: needs a CIDR: a.b.c.d/len, or [IPv6]/len "
+			   "with the IPv6 address in brackets", opt, arg);
+}
+
 int cli_parse_allow(const char *arg, struct run_allow *a)
 {
-	char buf[128], *proto, *ports, *slash, *end;
-	unsigned long len;
-	uint32_t mask;
+	const char *rest, *proto, *ports;
+	size_t plen;
+	int err;
 
 	memset(a, 0, sizeof(*a));
-	if (strlen(arg) >= sizeof(buf))
-		return husk_seterr(EINVAL, "--allow %.40s...: too long", arg);
-	strcpy(buf, arg);
-	proto = strchr(buf, ':');
-	ports = NULL;
-	if (proto) {
-		*proto++ = '\0';
-		ports = strchr(proto, ':');
-		if (ports)
-			*ports++ = '\0';
-	}
-	slash = strchr(buf, '/');
-	if (!slash || !slash[1])
-		return husk_seterr(EINVAL, "--allow %s: needs an IPv4 CIDR a.b.c.d/len", arg);
-	*slash = '\0';
-	len = strtoul(slash + 1, &end, 10);
-	if (*end || len > 32 || slash[1] < '0' || slash[1] > '9' ||
-	    inet_pton(AF_INET, buf, &a->addr) != 1)
-		return husk_seterr(EINVAL, "--allow %s: needs an IPv4 CIDR a.b.c.d/len", arg);
-	mask = len ? htonl(~0u << (32 - len)) : 0;
-	if (a->addr.s_addr & ~mask)
-		return husk_seterr(EINVAL, "--allow %s: host bits set after /%lu", arg, len);
-	a->prefixlen = len;
+	/* The CIDR ends at the first ':' after its '/'. */
+	rest = strchr(arg, '/');
+	rest = rest ? rest + strcspn(rest, ":") : arg + strlen(arg);
+	err = parse_cidr("--allow", arg, arg, rest - arg, &a->family, &a->addr,
+			 &a->addr6, &a->prefixlen);
+	if (err)
+		return err;
 	a->protos = EGRESS_P_ANY;
-	if (proto) {
-		if (!strcmp(proto, "tcp"))
-			a->protos = EGRESS_P_TCP;
-		else if (!strcmp(proto, "udp"))
-			a->protos = EGRESS_P_UDP;
-		else if (!strcmp(proto, "icmp"))
-			a->protos = EGRESS_P_ICMP;
-		else if (strcmp(proto, "any"))
-			return husk_seterr(EINVAL, "--allow %s: protocol must be tcp, udp, icmp "
-					   "or any", arg);
-	}
+	if (!*rest)
+		return 0;
+	proto = rest + 1;
+	ports = strchr(proto, ':');
+	plen = ports ? (size_t)(ports - proto) : strlen(proto);
+	if (plen == 3 && !strncmp(proto, "tcp", 3))
+		a->protos = EGRESS_P_TCP;
+	else if (plen == 3 && !strncmp(proto, "udp", 3))
+		a->protos = EGRESS_P_UDP;
+	else if (plen == 4 && !strncmp(proto, "icmp", 4))
+		a->protos = EGRESS_P_ICMP;
+	else if (plen != 3 || strncmp(proto, "any", 3))
+		return husk_seterr(EINVAL, "--allow %s: protocol must be tcp, udp, icmp "
+				   "or any", arg);
 	if (ports) {
 		if (a->protos == EGRESS_P_ICMP)
 			return husk_seterr(EINVAL, "--allow %s: icmp has no ports", arg);
-		return parse_ports(arg, ports, a);
+		return parse_ports(arg, ports + 1, a);
 	}
+	return 0;
+}
+
+int cli_parse_deny(const char *arg, struct run_deny *d)
+{
+	memset(d, 0, sizeof(*d));
+	return parse_cidr("--deny", arg, arg, strlen(arg), &d->family, &d->addr,
+			  &d->addr6, &d->prefixlen);
+}
+
+int cli_parse_cpus(const char *arg, unsigned *milli)
+{
+	const char *p = arg;
+	uint64_t whole = 0;
+	unsigned frac = 0, scale = 100;
+
+	if (*p < '0' || *p > '9')
+		goto bad;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		whole = whole * 10 + (*p - '0');
+		if (whole > VM_MAX_VCPUS)
+			goto bad;
+	}
+	if (*p == '.') {
+		if (p[1] < '0' || p[1] > '9')
+			goto bad;
+		for (p++; *p >= '0' && *p <= '9'; p++) {
+			if (!scale)
+				goto bad;	/* finer than 1/1000 CPU */
+			frac += (*p - '0') * scale;
+			scale /= 10;
+		}
+	}
+	if (*p)
+		goto bad;
+	*milli = whole * 1000 + frac;
+	if (*milli < RUN_MIN_CPU_MILLI || *milli > VM_MAX_VCPUS * 1000)
+		goto bad;
+	return 0;
+bad:
+	return husk_seterr(EINVAL, "--cpus '%s' must be a number of CPUs in 0.01..%d with "
+			   "at most 3 decimals (and at most --vcpus)", arg, VM_MAX_VCPUS);
+}
+
+int cli_parse_uid_range(const char *arg, uint32_t *base, uint32_t *count)
+{
+	const char *colon = strchr(arg, ':');
+	char b[24];
+	uint64_t vb, vc;
+
+	/* Digits only: parse_u64 would skip leading blanks. */
+	if (!colon || (size_t)(colon - arg) >= sizeof(b) || arg[0] < '0' || arg[0] > '9' ||
+	    colon[1] < '0' || colon[1] > '9')
+		goto bad;
+	memcpy(b, arg, colon - arg);
+	b[colon - arg] = '\0';
+	/* (uid_t)-1 means "no change" to setresuid(): never a real uid. */
+	if (parse_u64(b, 1, UINT32_MAX - 1, &vb) ||
+	    parse_u64(colon + 1, 1, UINT32_MAX - 1, &vc))
+		goto bad;
+	if (vb + vc - 1 > UINT32_MAX - 1)
+		return husk_seterr(EINVAL, "--uid-range %s: the range runs past uid %u",
+				   arg, UINT32_MAX - 1);
+	/*
+	 * Files of unmapped owners show up as nobody inside user namespaces,
+	 * and other daemons run as nobody: a jail uid must be nobody else's.
+	 */
+	if (vb <= RUN_UID_NOBODY && vb + vc - 1 >= RUN_UID_NOBODY)
+		return husk_seterr(EINVAL, "--uid-range %s: the range holds uid %d "
+				   "(nobody), which other processes share", arg,
+				   RUN_UID_NOBODY);
+	*base = vb;
+	*count = vc;
+	return 0;
+bad:
+	return husk_seterr(EINVAL, "--uid-range '%s' must be BASE:COUNT, BASE >= 1 "
+			   "(never root), COUNT >= 1", arg);
+}
+
+/* The same prefix both allowed and denied: say which one the user meant. */
+static int check_contradictions(const struct run_opts *o)
+{
+	unsigned i, j;
+
+	for (i = 0; i < o->nr_deny; i++) {
+		const struct run_deny *d = &o->deny[i];
+
+		for (j = 0; j < o->nr_allow; j++) {
+			const struct run_allow *a = &o->allow[j];
+
+			if (a->family == d->family && a->prefixlen == d->prefixlen &&
+			    !memcmp(run_cidr_addr(a), run_cidr_addr(d),
+				    d->family == AF_INET6 ? 16 : 4))
+				return husk_seterr(EINVAL, "--deny and --allow name the same "
+						   "prefix (/%u, rule %u and %u): drop one; of "
+						   "two overlapping rules the more specific "
+						   "wins", d->prefixlen, i + 1, j + 1);
+		}
+	}
+	return 0;
+}
+
+/*
+ * --allow-host NAME: a dns.h pattern. An IPv4 literal is a valid pattern
+ * too (all-digit labels), but it would only ever match a query for that
+ * text, never open the address: point at --allow instead.
+ */
+static int parse_allow_host(struct run_opts *o, const char *name)
+{
+	struct in_addr a;
+
+	if (o->nr_allow_host == RUN_MAX_ALLOW_HOST)
+		return husk_seterr(EINVAL, "more than %d --allow-host", RUN_MAX_ALLOW_HOST);
+	if (inet_pton(AF_INET, name, &a) == 1 || strchr(name, ':'))
+		return husk_seterr(EINVAL, "--allow-host '%s' is an address, not a name: "
+				   "use --allow ADDRESS/32 (IPv6: --allow [ADDRESS]/128)",
+				   name);
+	if (dns_pattern_check(name))
+		return husk_seterr(EINVAL, "--allow-host '%s' must be a domain name "
+				   "(example.com) or a wildcard below one (*.example.com): "
+				   "labels of letters, digits, '-' and '_'", name);
+	o->allow_host[o->nr_allow_host++] = name;
 	return 0;
 }
 
@@ -189,7 +381,8 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 {
 	enum { O_KERNEL = 256, O_ROOTFS, O_MEM, O_VCPUS, O_TIMEOUT, O_WS, O_ENV, O_PUT,
 	       O_GET, O_GET_ALWAYS, O_STDIN, O_JSON, O_CONSOLE, O_VERBOSE, O_HELP, O_MAX_OUTPUT,
-	       O_NET, O_ALLOW, O_CONN_RATE, O_EGRESS_LIMIT };
+	       O_NET, O_ALLOW, O_CONN_RATE, O_EGRESS_LIMIT, O_ALLOW_HOST, O_DENY, O_CPUS,
+	       O_PIDS_MAX, O_UID_RANGE, O_NO_JAIL };
 	static const struct option opts[] = {
 		{ "kernel", required_argument, NULL, O_KERNEL },
 		{ "rootfs", required_argument, NULL, O_ROOTFS },
@@ -211,6 +404,12 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 		{ "allow", required_argument, NULL, O_ALLOW },
 		{ "conn-rate", required_argument, NULL, O_CONN_RATE },
 		{ "egress-limit", required_argument, NULL, O_EGRESS_LIMIT },
+		{ "allow-host", required_argument, NULL, O_ALLOW_HOST },
+		{ "deny", required_argument, NULL, O_DENY },
+		{ "cpus", required_argument, NULL, O_CPUS },
+		{ "pids-max", required_argument, NULL, O_PIDS_MAX },
+		{ "uid-range", required_argument, NULL, O_UID_RANGE },
+		{ "no-jail", no_argument, NULL, O_NO_JAIL },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t v;
@@ -222,6 +421,10 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 	o->timeout_sec = RUN_DEFAULT_TIMEOUT_SEC;
 	o->workspace_mib = RUN_DEFAULT_WORKSPACE_MIB;
 	o->max_output = RUN_DEFAULT_MAX_OUTPUT;
+	o->cpu_milli = RUN_DEFAULT_CPU_MILLI;
+	o->pids_max = RUN_DEFAULT_PIDS_MAX;
+	o->uid_base = RUN_DEFAULT_UID_BASE;
+	o->uid_count = RUN_DEFAULT_UID_COUNT;
 	optind = 0;
 	opterr = 0;
 	while (!err && (c = getopt_long(argc, argv, "+:", opts, NULL)) != -1) {
@@ -308,6 +511,30 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 			err = cli_num_opt("--egress-limit", optarg, 1, UINT64_MAX / 2,
 					  &o->egress_limit);
 			break;
+		case O_ALLOW_HOST:
+			err = parse_allow_host(o, optarg);
+			break;
+		case O_DENY:
+			if (o->nr_deny == RUN_MAX_DENY)
+				err = husk_seterr(EINVAL, "more than %d --deny", RUN_MAX_DENY);
+			else
+				err = cli_parse_deny(optarg, &o->deny[o->nr_deny++]);
+			break;
+		case O_CPUS:
+			err = cli_parse_cpus(optarg, &o->cpu_milli);
+			break;
+		case O_PIDS_MAX:
+			err = cli_num_opt("--pids-max", optarg, RUN_MIN_PIDS_MAX,
+					  RUN_MAX_PIDS_MAX, &v);
+			if (!err)
+				o->pids_max = v;
+			break;
+		case O_UID_RANGE:
+			err = cli_parse_uid_range(optarg, &o->uid_base, &o->uid_count);
+			break;
+		case O_NO_JAIL:
+			o->no_jail = true;
+			break;
 		case O_HELP:
 			o->help = true;
 			return 0;
@@ -323,10 +550,24 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 		return husk_seterr(EINVAL, "--get-always without --get");
 	if (o->nr_allow && o->net != RUN_NET_EGRESS)
 		return husk_seterr(EINVAL, "--allow needs --net egress");
+	if (o->nr_allow_host && o->net != RUN_NET_EGRESS)
+		return husk_seterr(EINVAL, "--allow-host needs --net egress");
+	if (o->nr_deny && o->net != RUN_NET_EGRESS)
+		return husk_seterr(EINVAL, "--deny needs --net egress");
 	if (o->conn_rate && o->net != RUN_NET_EGRESS)
 		return husk_seterr(EINVAL, "--conn-rate needs --net egress");
 	if (o->egress_limit && o->net != RUN_NET_EGRESS)
 		return husk_seterr(EINVAL, "--egress-limit needs --net egress");
+	if ((err = check_contradictions(o)))
+		return err;
+	if (o->cpu_milli > o->vcpus * 1000)
+		return husk_seterr(EINVAL, "--cpus %u.%03u is more than the VM's %u vCPU(s) "
+				   "can use: raise --vcpus or lower --cpus",
+				   o->cpu_milli / 1000, o->cpu_milli % 1000, o->vcpus);
+	if (o->pids_max < o->vcpus + RUN_PIDS_OVERHEAD)
+		return husk_seterr(EINVAL, "--pids-max %u is too small for %u vCPU(s): husk "
+				   "needs one task per vCPU plus %d", o->pids_max, o->vcpus,
+				   RUN_PIDS_OVERHEAD);
 	if (o->net == RUN_NET_EGRESS) {
 		if (!o->conn_rate)
 			o->conn_rate = RUN_DEFAULT_CONN_RATE;

@@ -20,23 +20,60 @@
 #define RUN_MAX_WORKSPACE_MIB (64 * 1024)
 #define RUN_DEFAULT_MAX_OUTPUT (16ull << 20)
 #define RUN_MAX_ALLOW 64
+#define RUN_MAX_ALLOW_HOST 64
+#define RUN_MAX_DENY 64
 #define RUN_DEFAULT_CONN_RATE 100		/* new connections per second */
 #define RUN_DEFAULT_EGRESS_LIMIT (1ull << 30)	/* bytes out per VM */
 #define RUN_MAX_CONN_RATE 1000000
+/* --cpus: CPU time per wall-clock time, in thousandths of one CPU. */
+#define RUN_DEFAULT_CPU_MILLI 500		/* half a CPU */
+#define RUN_MIN_CPU_MILLI 10			/* 0.01 */
+/*
+ * --pids-max: tasks (threads count) in the VM's host-side cgroup. husk
+ * itself needs one per vCPU plus RUN_PIDS_OVERHEAD (main thread, event
+ * loop, short-lived helpers); 128 covers the 32-vCPU maximum with room to
+ * spare and still stops a compromised VMM's fork bomb at a harmless size.
+ */
+#define RUN_DEFAULT_PIDS_MAX 128
+#define RUN_MIN_PIDS_MAX 16
+#define RUN_MAX_PIDS_MAX 4194304		/* the kernel's PID_MAX_LIMIT */
+#define RUN_PIDS_OVERHEAD 8
+/* --uid-range: host uids the jail hands out, one VM each. */
+#define RUN_DEFAULT_UID_BASE 200000
+#define RUN_DEFAULT_UID_COUNT 4096
+#define RUN_UID_NOBODY 65534			/* the kernel's overflow uid */
 
 enum run_net {
 	RUN_NET_NONE = 0,	/* no network card at all */
 	RUN_NET_EGRESS,		/* tap + eBPF filter: deny by default, --allow opens */
 };
 
-/* One --allow CIDR[:PROTO[:PORTS]] (IPv4). */
+/*
+ * One --allow CIDR[:PROTO[:PORTS]]; an IPv6 CIDR is written with the
+ * address in brackets ("[2001:db8::]/32:tcp:443"). family says which of
+ * addr/addr6 holds the prefix (run_cidr_addr() picks it); the other is zero.
+ */
 struct run_allow {
+	int family;			/* AF_INET or AF_INET6 */
 	struct in_addr addr;		/* network order, host bits zero */
+	struct in6_addr addr6;		/* likewise */
 	unsigned prefixlen;
 	unsigned protos;		/* EGRESS_P_* */
 	struct egress_port_range ports[EGRESS_MAX_PORT_RANGES];
 	unsigned nports;		/* 0 = every port */
 };
+
+/* One --deny CIDR (IPv4, or IPv6 in brackets); fields as in run_allow. */
+struct run_deny {
+	int family;
+	struct in_addr addr;
+	struct in6_addr addr6;
+	unsigned prefixlen;
+};
+
+/* The prefix of an allow/deny rule as the egress_*_cidr() calls take it. */
+#define run_cidr_addr(r) \
+	((r)->family == AF_INET6 ? (const void *)&(r)->addr6 : (const void *)&(r)->addr)
 
 struct run_xfer {
 	const char *host;	/* --put source / --get target directory */
@@ -62,8 +99,18 @@ struct run_opts {
 	enum run_net net;
 	struct run_allow allow[RUN_MAX_ALLOW];
 	unsigned nr_allow;
+	const char *allow_host[RUN_MAX_ALLOW_HOST];	/* checked dns.h patterns */
+	unsigned nr_allow_host;
+	struct run_deny deny[RUN_MAX_DENY];
+	unsigned nr_deny;
 	uint64_t conn_rate;		/* --conn-rate; 0 without --net egress */
 	uint64_t egress_limit;		/* --egress-limit; 0 without --net egress */
+	/* Jail and cgroup of the VM on the host. */
+	unsigned cpu_milli;		/* --cpus x 1000, <= vcpus x 1000 */
+	unsigned pids_max;		/* >= vcpus + RUN_PIDS_OVERHEAD */
+	uint32_t uid_base;		/* --uid-range: uid_base..uid_base+uid_count-1, */
+	uint32_t uid_count;		/* never 0, RUN_UID_NOBODY or (uid_t)-1 */
+	bool no_jail;			/* --no-jail: run unconfined (the caller warns) */
 	bool stdin;
 	bool json;
 	bool verbose;
@@ -79,8 +126,17 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o);
  * 4095 bytes; a leading "/tmp/workspace/" is accepted and stripped.
  */
 const char *cli_workspace_path(const char *p);
-/* Parse one --allow value: "a.b.c.d/len[:tcp|udp|icmp|any[:P[-P],...]]". */
+/*
+ * Parse one --allow value: "CIDR[:tcp|udp|icmp|any[:P[-P],...]]" where CIDR
+ * is "a.b.c.d/len" or "[ipv6]/len".
+ */
 int cli_parse_allow(const char *arg, struct run_allow *a);
+/* Parse one --deny value: "a.b.c.d/len" or "[ipv6]/len". */
+int cli_parse_deny(const char *arg, struct run_deny *d);
+/* Parse --cpus: "N", "N.D", "N.DD" or "N.DDD" CPUs, into thousandths. */
+int cli_parse_cpus(const char *arg, unsigned *milli);
+/* Parse --uid-range "BASE:COUNT" (the rules of run_opts.uid_base). */
+int cli_parse_uid_range(const char *arg, uint32_t *base, uint32_t *count);
 
 extern const char cli_run_usage[];
 

@@ -8,6 +8,8 @@
  * the same program fd.
  */
 #include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,6 +136,11 @@ int egress_prog_fd(void)
 	return skel ? bpf_program__fd(skel->progs.egress_filter) : -ENODEV;
 }
 
+int egress_count_prog_fd(void)
+{
+	return skel ? bpf_program__fd(skel->progs.egress_count_in) : -ENODEV;
+}
+
 static int map_fd(struct bpf_map *m)
 {
 	return bpf_map__fd(m);
@@ -143,6 +150,7 @@ int egress_configure(int ifindex, const struct egress_policy *pol)
 {
 	struct egress_config cfg;
 	struct egress_state st;
+	struct egress_denied_log log;
 	struct egress_counters *zero;
 	__u32 key = ifindex;
 	int ncpu, err;
@@ -174,8 +182,10 @@ int egress_configure(int ifindex, const struct egress_policy *pol)
 	if (!zero)
 		return husk_seterr(ENOMEM, "egress filter: out of memory");
 	memset(&st, 0, sizeof(st));
+	memset(&log, 0, sizeof(log));
 	if (bpf_map_update_elem(map_fd(skel->maps.egress_counters), &key, zero, BPF_ANY) ||
 	    bpf_map_update_elem(map_fd(skel->maps.egress_state), &key, &st, BPF_ANY) ||
+	    bpf_map_update_elem(map_fd(skel->maps.egress_denied), &key, &log, BPF_ANY) ||
 	    bpf_map_update_elem(map_fd(skel->maps.egress_cfg), &key, &cfg, BPF_ANY)) {
 		err = errno;
 		free(zero);
@@ -186,6 +196,10 @@ int egress_configure(int ifindex, const struct egress_policy *pol)
 	return 0;
 }
 
+/*
+ * The filter on the tap's ingress (what the guest sends) and the counter on
+ * its egress (what the guest is sent). Both share the one clsact qdisc.
+ */
 int egress_attach(int ifindex, const struct egress_policy *pol)
 {
 	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex,
@@ -193,6 +207,12 @@ int egress_attach(int ifindex, const struct egress_policy *pol)
 	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = EGRESS_TC_HANDLE,
 			    .priority = EGRESS_TC_PRIO,
 			    .prog_fd = egress_prog_fd(),
+			    .flags = BPF_TC_F_REPLACE);
+	DECLARE_LIBBPF_OPTS(bpf_tc_hook, out_hook, .ifindex = ifindex,
+			    .attach_point = BPF_TC_EGRESS);
+	DECLARE_LIBBPF_OPTS(bpf_tc_opts, out_opts, .handle = EGRESS_TC_HANDLE,
+			    .priority = EGRESS_TC_PRIO,
+			    .prog_fd = egress_count_prog_fd(),
 			    .flags = BPF_TC_F_REPLACE);
 	int err;
 
@@ -211,6 +231,13 @@ int egress_attach(int ifindex, const struct egress_policy *pol)
 		egress_detach(ifindex);
 		return husk_seterr(-err, "egress filter: attaching to ingress of "
 				   "ifindex %d: %s", ifindex, strerror(-err));
+	}
+	err = bpf_tc_attach(&out_hook, &out_opts);
+	if (err) {
+		egress_detach(ifindex);
+		return husk_seterr(-err, "egress filter: attaching the counter to "
+				   "egress of ifindex %d: %s", ifindex,
+				   strerror(-err));
 	}
 	return 0;
 }
@@ -279,6 +306,10 @@ int egress_detach(int ifindex)
 			    .attach_point = BPF_TC_INGRESS);
 	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = EGRESS_TC_HANDLE,
 			    .priority = EGRESS_TC_PRIO);
+	DECLARE_LIBBPF_OPTS(bpf_tc_hook, out_hook, .ifindex = ifindex,
+			    .attach_point = BPF_TC_EGRESS);
+	DECLARE_LIBBPF_OPTS(bpf_tc_opts, out_opts, .handle = EGRESS_TC_HANDLE,
+			    .priority = EGRESS_TC_PRIO);
 	__u32 key = ifindex;
 	int err;
 
@@ -289,17 +320,23 @@ int egress_detach(int ifindex)
 	if (err && err != -ENOENT && err != -ENODEV && err != -EINVAL)
 		husk_debug("egress: detaching from ifindex %d: %s", ifindex,
 			   strerror(-err));
+	err = bpf_tc_detach(&out_hook, &out_opts);
+	if (err && err != -ENOENT && err != -ENODEV && err != -EINVAL)
+		husk_debug("egress: detaching the counter from ifindex %d: %s",
+			   ifindex, strerror(-err));
 
 	/* Config first, so packets in flight are dropped, not half-counted. */
 	bpf_map_delete_elem(map_fd(skel->maps.egress_cfg), &key);
 	bpf_map_delete_elem(map_fd(skel->maps.egress_counters), &key);
 	bpf_map_delete_elem(map_fd(skel->maps.egress_state), &key);
+	bpf_map_delete_elem(map_fd(skel->maps.egress_denied), &key);
 	err = purge(skel->maps.egress_allow4, ifindex, lpm_belongs);
 	err = err ?: purge(skel->maps.egress_allow6, ifindex, lpm_belongs);
 	err = err ?: purge(skel->maps.egress_deny4, ifindex, lpm_belongs);
 	err = err ?: purge(skel->maps.egress_deny6, ifindex, lpm_belongs);
 	err = err ?: purge(skel->maps.egress_flows, ifindex, first_u32_belongs);
 	err = err ?: purge(skel->maps.egress_dsts, ifindex, first_u32_belongs);
+	err = err ?: purge(skel->maps.egress_dyn, ifindex, first_u32_belongs);
 	if (err)
 		return husk_seterr(-err, "egress filter: removing the entries of "
 				   "ifindex %d: %s", ifindex, strerror(-err));
@@ -358,33 +395,44 @@ static int lpm_put(struct bpf_map *m4, struct bpf_map *m6, int ifindex,
 	return 0;
 }
 
+static int check_ports(unsigned int protos, const struct egress_port_range *ranges,
+		       unsigned int nranges)
+{
+	unsigned int i;
+
+	if (nranges > EGRESS_MAX_PORT_RANGES)
+		return husk_seterr(E2BIG, "egress filter: %u port ranges for one "
+				   "destination (at most %d)", nranges,
+				   EGRESS_MAX_PORT_RANGES);
+	if (!protos || (protos & ~EGRESS_P_ANY))
+		return husk_seterr(EINVAL, "egress filter: bad protocol set 0x%x",
+				   protos);
+	for (i = 0; i < nranges; i++)
+		if (ranges[i].lo > ranges[i].hi)
+			return husk_seterr(EINVAL, "egress filter: empty port "
+					   "range %u-%u", ranges[i].lo,
+					   ranges[i].hi);
+	return 0;
+}
+
 int egress_allow_cidr(int ifindex, int family, const void *addr,
 		      unsigned int prefixlen, unsigned int protos,
 		      const struct egress_port_range *ranges, unsigned int nranges)
 {
 	struct egress_allow v;
 	unsigned int i;
+	int err;
 
 	if (ifindex <= 0)
 		return husk_seterr(EINVAL, "egress filter: bad ifindex %d", ifindex);
-	if (nranges > EGRESS_MAX_PORT_RANGES)
-		return husk_seterr(E2BIG, "egress filter: %u port ranges for one "
-				   "prefix (at most %d)", nranges,
-				   EGRESS_MAX_PORT_RANGES);
-	if (!protos || (protos & ~EGRESS_P_ANY))
-		return husk_seterr(EINVAL, "egress filter: bad protocol set 0x%x",
-				   protos);
+	if ((err = check_ports(protos, ranges, nranges)))
+		return err;
 	memset(&v, 0, sizeof(v));
 	v.protos = protos;
 	v.nranges = nranges;
 	v.plen = prefixlen;
-	for (i = 0; i < nranges; i++) {
-		if (ranges[i].lo > ranges[i].hi)
-			return husk_seterr(EINVAL, "egress filter: empty port "
-					   "range %u-%u", ranges[i].lo,
-					   ranges[i].hi);
+	for (i = 0; i < nranges; i++)
 		v.ports[i] = ranges[i];
-	}
 	if (!skel)
 		return need_open();
 	return lpm_put(skel->maps.egress_allow4, skel->maps.egress_allow6,
@@ -432,6 +480,8 @@ int egress_read_counters(int ifindex, struct egress_counters *out)
 		out->dropped += per[i].dropped;
 		for (j = 0; j < EGRESS_DROP__MAX; j++)
 			out->drops[j] += per[i].drops[j];
+		out->in_packets += per[i].in_packets;
+		out->in_bytes += per[i].in_bytes;
 	}
 	free(per);
 	return 0;
@@ -464,4 +514,283 @@ int egress_events_poll(void)
 		return husk_seterr(-n, "egress filter: reading events: %s",
 				   strerror(-n));
 	return n;
+}
+
+/* ---- the host's own addresses ---- */
+
+static int deny_host_sockaddr(const struct sockaddr *sa, int *n)
+{
+	int err;
+
+	if (!sa)
+		return 0;
+	if (sa->sa_family == AF_INET)
+		err = egress_deny_cidr(0, AF_INET,
+				       &((const struct sockaddr_in *)sa)->sin_addr, 32);
+	else if (sa->sa_family == AF_INET6)
+		err = egress_deny_cidr(0, AF_INET6,
+				       &((const struct sockaddr_in6 *)sa)->sin6_addr, 128);
+	else
+		return 0;
+	if (!err)
+		(*n)++;
+	return err;
+}
+
+/*
+ * Every address the host answers on, from getifaddrs (rtnetlink underneath):
+ * interface addresses, and for IPv4 subnets of /30 and wider their
+ * broadcast address, for which the kernel adds a local broadcast route (a
+ * UDP service bound to 0.0.0.0 receives what is sent there), plus their
+ * network address, which older kernels treated the same way. Computed from
+ * address and mask: getifaddrs puts a point-to-point peer (for a tap: the
+ * guest) where the broadcast address would be.
+ */
+int egress_deny_host_addrs(void)
+{
+	struct ifaddrs *ifa, *i;
+	int n = 0, err;
+
+	if ((err = need_open()))
+		return err;
+	if (getifaddrs(&ifa) < 0)
+		return husk_seterr(errno, "egress filter: listing the host's "
+				   "addresses: %s", strerror(errno));
+	for (i = ifa; i; i = i->ifa_next) {
+		if (!i->ifa_addr)
+			continue;
+		err = deny_host_sockaddr(i->ifa_addr, &n);
+		if (!err && i->ifa_addr->sa_family == AF_INET && i->ifa_netmask) {
+			struct sockaddr_in sub = *(struct sockaddr_in *)i->ifa_addr;
+			uint32_t mask = ((struct sockaddr_in *)i->ifa_netmask)->sin_addr.s_addr;
+
+			/* /31 and /32 have neither (RFC 3021). */
+			if (ntohl(mask) < 0xfffffffeu) {
+				sub.sin_addr.s_addr &= mask;
+				err = deny_host_sockaddr((struct sockaddr *)&sub, &n);
+				sub.sin_addr.s_addr |= ~mask;
+				if (!err)
+					err = deny_host_sockaddr((struct sockaddr *)&sub, &n);
+			}
+		}
+		if (err)
+			break;
+	}
+	freeifaddrs(ifa);
+	return err ? err : n;
+}
+
+/* ---- addresses learned from DNS answers ---- */
+
+static uint64_t mono_ns(void)
+{
+	return now_us() * 1000ull;
+}
+
+static int dyn_key(int ifindex, int family, const void *addr,
+		   struct egress_dyn_key *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->ifindex = ifindex;
+	if (family == AF_INET) {
+		k->family = 4;
+		memcpy(k->addr, addr, 4);
+	} else if (family == AF_INET6) {
+		k->family = 6;
+		memcpy(k->addr, addr, 16);
+	} else {
+		return husk_seterr(EAFNOSUPPORT, "egress filter: address family %d",
+				   family);
+	}
+	return 0;
+}
+
+/*
+ * Merge rule b into a: protocols are OR'd; ports are "every port" if either
+ * side had every port, else the union of both lists (-E2BIG past the map's
+ * EGRESS_MAX_PORT_RANGES ranges, a left unchanged).
+ */
+static int merge_rule(struct egress_allow *a, const struct egress_allow *b)
+{
+	struct egress_allow m = *a;
+	unsigned int i, j;
+
+	m.protos |= b->protos;
+	if (!a->nranges || !b->nranges) {
+		m.nranges = 0;
+	} else {
+		for (i = 0; i < b->nranges; i++) {
+			for (j = 0; j < m.nranges; j++)
+				if (m.ports[j].lo <= b->ports[i].lo &&
+				    m.ports[j].hi >= b->ports[i].hi)
+					break;
+			if (j < m.nranges)
+				continue;	/* already covered */
+			if (m.nranges == EGRESS_MAX_PORT_RANGES)
+				return husk_seterr(E2BIG, "egress filter: more than %d "
+						   "port ranges for one learned "
+						   "address", EGRESS_MAX_PORT_RANGES);
+			m.ports[m.nranges++] = b->ports[i];
+		}
+	}
+	*a = m;
+	return 0;
+}
+
+int egress_allow_addr_ttl(int ifindex, int family, const void *addr,
+			  unsigned int ttl_sec, unsigned int protos,
+			  const struct egress_port_range *ranges,
+			  unsigned int nranges)
+{
+	struct egress_dyn_key k;
+	struct egress_dyn v, old;
+	unsigned int i;
+	int fd, err;
+
+	if ((err = need_open()))
+		return err;
+	if (ifindex <= 0)
+		return husk_seterr(EINVAL, "egress filter: bad ifindex %d", ifindex);
+	if ((err = check_ports(protos, ranges, nranges)) ||
+	    (err = dyn_key(ifindex, family, addr, &k)))
+		return err;
+	memset(&v, 0, sizeof(v));
+	v.rule.protos = protos;
+	v.rule.nranges = nranges;
+	v.rule.plen = family == AF_INET ? 32 : 128;
+	for (i = 0; i < nranges; i++)
+		v.rule.ports[i] = ranges[i];
+	v.expires_ns = mono_ns() + ttl_sec * 1000000000ull;
+
+	fd = map_fd(skel->maps.egress_dyn);
+	if (!bpf_map_lookup_elem(fd, &k, &old)) {
+		/* Another name (or a fresh answer) for the same address. */
+		if ((err = merge_rule(&old.rule, &v.rule)))
+			return err;
+		if (old.expires_ns < v.expires_ns)
+			old.expires_ns = v.expires_ns;
+		v = old;
+	}
+	if (!bpf_map_update_elem(fd, &k, &v, BPF_ANY))
+		return 0;
+	err = errno;
+	if (err == E2BIG) {
+		/* Full: make room from this VM's own stale entries, once. */
+		egress_expire(ifindex, now_us());
+		if (!bpf_map_update_elem(fd, &k, &v, BPF_ANY))
+			return 0;
+		err = errno;
+	}
+	return husk_seterr(err, "egress filter: opening a learned address for "
+			   "ifindex %d: %s%s", ifindex, strerror(err),
+			   err == E2BIG ? " (table of learned addresses is full)" : "");
+}
+
+/*
+ * Is a learned entry still needed at now_ns? Until it expires, yes; after,
+ * only while the guest is using it: a packet passed through it within the
+ * last EGRESS_LIVE_SEC (the filter stamps last_ns).
+ */
+static bool dyn_keep(const struct egress_dyn *v, uint64_t now_ns)
+{
+	if (v->expires_ns > now_ns)
+		return true;
+	return v->last_ns && (v->last_ns >= now_ns ||
+			      now_ns - v->last_ns < EGRESS_LIVE_SEC * 1000000000ull);
+}
+
+static int dyn_belongs(const void *key, int ifindex)
+{
+	return !ifindex || *(const __u32 *)key == (__u32)ifindex;
+}
+
+int egress_expire(int ifindex, uint64_t now)
+{
+	uint64_t now_ns = now * 1000ull;
+	struct egress_dyn_key cur, next, *keys = NULL;
+	struct egress_dyn v;
+	size_t n = 0, cap = 0, i;
+	int fd, err, removed = 0;
+	bool first = true;
+
+	if ((err = need_open()))
+		return err;
+	if (ifindex < 0)
+		return husk_seterr(EINVAL, "egress filter: bad ifindex %d", ifindex);
+	fd = map_fd(skel->maps.egress_dyn);
+	/* Candidates first: deleting while walking would restart the walk. */
+	while (!bpf_map_get_next_key(fd, first ? NULL : &cur, &next)) {
+		first = false;
+		cur = next;
+		if (!dyn_belongs(&next, ifindex) ||
+		    bpf_map_lookup_elem(fd, &next, &v) || dyn_keep(&v, now_ns))
+			continue;
+		if (n == cap) {
+			struct egress_dyn_key *k;
+
+			cap = cap ? cap * 2 : 32;
+			k = realloc(keys, cap * sizeof(*k));
+			if (!k) {
+				free(keys);
+				return husk_seterr(ENOMEM, "egress filter: out of memory");
+			}
+			keys = k;
+		}
+		keys[n++] = next;
+	}
+	for (i = 0; i < n; i++) {
+		/*
+		 * Take the entry out with its value as of that instant: a
+		 * packet may have stamped it since we looked, then it goes
+		 * back in (kernels before 5.14 cannot do this for hash maps:
+		 * there the window is one lookup wide).
+		 */
+		if (bpf_map_lookup_and_delete_elem(fd, &keys[i], &v)) {
+			if (errno == ENOENT)
+				continue;
+			if (bpf_map_lookup_elem(fd, &keys[i], &v) ||
+			    dyn_keep(&v, now_ns) ||
+			    bpf_map_delete_elem(fd, &keys[i]))
+				continue;
+		} else if (dyn_keep(&v, now_ns)) {
+			bpf_map_update_elem(fd, &keys[i], &v, BPF_NOEXIST);
+			continue;
+		}
+		removed++;
+	}
+	free(keys);
+	return removed;
+}
+
+/* ---- refused destinations ---- */
+
+int egress_read_denied(int ifindex, struct egress_denied_dst *out, unsigned int n)
+{
+	struct egress_denied_log log;
+	__u32 key = ifindex;
+	unsigned int i, j, got = 0, count;
+	int err;
+
+	if ((err = need_open()))
+		return err;
+	if (bpf_map_lookup_elem(map_fd(skel->maps.egress_denied), &key, &log)) {
+		err = errno;
+		return husk_seterr(err, "egress filter: no denied log for ifindex "
+				   "%d: %s", ifindex, strerror(err));
+	}
+	count = log.count < EGRESS_DENIED_MAX ? log.count : EGRESS_DENIED_MAX;
+	for (i = 0; i < count && got < n; i++) {
+		const struct egress_denied_dst *d = &log.dst[i];
+
+		if (d->family != 4 && d->family != 6)
+			continue;	/* claimed, still being written */
+		for (j = 0; j < got; j++)
+			if (out[j].family == d->family && out[j].proto == d->proto &&
+			    out[j].port == d->port &&
+			    !memcmp(out[j].addr, d->addr, sizeof(d->addr)))
+				break;
+		if (j == got)
+			out[got++] = *d;
+	}
+	return got;
 }

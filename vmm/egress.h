@@ -1,12 +1,21 @@
 /*
  * egress: loader for the eBPF egress filter (bpf/egress.bpf.c).
  *
- * The BPF program is loaded once per husk process (egress_open) and attached
- * as a tc direct-action classifier on the ingress of every guest tap
- * (egress_attach). Everything per VM lives in map entries keyed by the tap's
- * ifindex; egress_detach removes the filter and every one of those entries.
+ * The BPF programs are loaded once per husk process (egress_open) and
+ * attached as tc direct-action classifiers on every guest tap
+ * (egress_attach): the filter on the tap's ingress (what the guest sends),
+ * a counter on its egress (what the guest receives). Everything per VM
+ * lives in map entries keyed by the tap's ifindex; egress_detach removes
+ * both programs from the tap and every one of those entries.
  * Policy is deny by default: a VM passes DNS to its gateway, ARP/ND for the
- * gateway, and whatever egress_allow_cidr() opens, minus the deny list.
+ * gateway, and whatever egress_allow_cidr() and egress_allow_addr_ttl()
+ * open, minus the deny list.
+ *
+ * Nothing is pinned in bpffs: the maps and programs live as long as this
+ * process holds their fds or a tc filter on some tap still refers to the
+ * programs. A husk that dies loses its fds; its tap (not persistent) goes
+ * with its last fd and takes the filters along, so no map entry outlives
+ * the VM (tests/net/tap-run.c checks both halves of this).
  *
  * Needs root (CAP_BPF + CAP_NET_ADMIN); failures return -errno with a
  * husk_seterr() message. Not thread-safe: call from the event loop thread.
@@ -59,14 +68,58 @@ int egress_allow_cidr(int ifindex, int family, const void *addr,
 		      unsigned int prefixlen, unsigned int protos,
 		      const struct egress_port_range *ranges, unsigned int nranges);
 /*
- * Deny addr/prefixlen (the host's own addresses and the like); ifindex 0
- * applies to every VM. Allow rules at least as specific still win.
+ * Deny addr/prefixlen (the host's own addresses, --deny); ifindex 0
+ * applies to every VM. Allow rules at least as specific still win;
+ * learned addresses (egress_allow_addr_ttl) never do.
  */
 int egress_deny_cidr(int ifindex, int family, const void *addr,
 		     unsigned int prefixlen);
 
-/* Counters of ifindex summed over CPUs; drops[] by enum egress_reason. */
+/*
+ * Deny every address of the host itself, for every VM (ifindex 0 entries):
+ * the addresses on all its interfaces (including each VM's gateway address
+ * on its tap) and the network and broadcast addresses of its IPv4 subnets
+ * of /30 and wider. DNS, ARP and ND to a VM's own gateway still pass
+ * (checked before the deny list); an explicit allow of the exact /32 or
+ * /128 still opens one. A snapshot: addresses added to the host later are
+ * not covered. Returns how many addresses were denied, or -errno.
+ */
+int egress_deny_host_addrs(void);
+
+/*
+ * Allow one address learned from a DNS answer (the DNS proxy's callback)
+ * for ttl_sec seconds, to the VM of ifindex only: an exact match, checked
+ * after the VM's static rules and never inside a deny range (a name that
+ * resolves to a private, loopback or host address stays blocked). protos
+ * and ranges as for egress_allow_cidr. The same address again (another
+ * name, a fresh answer) merges: protocols and port ranges are united
+ * (-E2BIG beyond EGRESS_MAX_PORT_RANGES), the later expiry wins.
+ */
+int egress_allow_addr_ttl(int ifindex, int family, const void *addr,
+			  unsigned int ttl_sec, unsigned int protos,
+			  const struct egress_port_range *ranges,
+			  unsigned int nranges);
+/*
+ * Remove the learned addresses of ifindex (0: of every VM) whose TTL ran out
+ * by now (CLOCK_MONOTONIC microseconds, util.h now_us()), except those still
+ * live: the filter passed a packet through the entry within the last
+ * EGRESS_LIVE_SEC seconds, so an open connection is not cut when its name's
+ * TTL ends. Call it every few seconds. Returns how many were removed.
+ */
+int egress_expire(int ifindex, uint64_t now);
+
+/*
+ * Counters of ifindex summed over CPUs; drops[] by enum egress_reason,
+ * in_packets/in_bytes what the host sent to the guest.
+ */
 int egress_read_counters(int ifindex, struct egress_counters *out);
+
+/*
+ * The first distinct destinations (address, protocol, port, reason) the
+ * filter refused for ifindex, in order, at most min(n, EGRESS_DENIED_MAX).
+ * Returns how many were copied to out, or -errno.
+ */
+int egress_read_denied(int ifindex, struct egress_denied_dst *out, unsigned int n);
 
 /*
  * Anomaly events: egress_events_fd() is an epoll-able fd (readable when
@@ -77,8 +130,9 @@ int egress_set_event_cb(egress_event_fn fn, void *opaque);
 int egress_events_fd(void);
 int egress_events_poll(void);
 
-/* For tests (BPF_PROG_TEST_RUN): the loaded program's fd. */
+/* For tests (BPF_PROG_TEST_RUN): the loaded programs' fds. */
 int egress_prog_fd(void);
+int egress_count_prog_fd(void);
 
 const char *egress_reason_name(unsigned int reason);
 

@@ -3,19 +3,26 @@
  *
  * Every request is built in a fixed buffer, sent on a fresh socket and
  * answered by exactly one message: NLMSG_ERROR (0 = ack, else -errno), or
- * for RTM_GETLINK the RTM_NEWLINK reply. A fresh socket per request costs a
+ * for RTM_GETLINK the RTM_NEWLINK reply. The one dump (all links, for the
+ * stale-tap sweep) reads its multi-part answer up to NLMSG_DONE. A fresh socket per request costs a
  * few microseconds and means no stray multicast or stale replies can ever
  * be mistaken for ours; the sequence number and the kernel's port id are
  * checked all the same.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/if_link.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "netlink.h"
@@ -275,4 +282,250 @@ int netlink_link_del(const char *ifname)
 	if ((err = nl_name_attr(&req.h, ifname)))
 		return err;
 	return nl_talk(&req, NULL, what);
+}
+
+/* ---- dumps and stale taps ---- */
+
+#define NL_DUMP_BUF 32768
+
+/*
+ * Send a dump request and hand every answer message to cb until
+ * NLMSG_DONE. cb returns 0 to go on or -errno to stop (the dump is still
+ * read to its end so the socket closes cleanly; the error is returned).
+ */
+static int nl_dump(struct nl_req *req, const char *what,
+		   int (*cb)(const struct nlmsghdr *h, void *arg), void *arg)
+{
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+	static __thread uint32_t seq;
+	socklen_t salen = sizeof(sa);
+	uint32_t portid;
+	char *buf;
+	int fd, err = 0, cb_err = 0;
+	ssize_t n;
+
+	buf = malloc(NL_DUMP_BUF);
+	if (!buf)
+		return husk_seterr(ENOMEM, "%s: out of memory", what);
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (fd < 0) {
+		err = nl_error(what, errno, "cannot open a NETLINK_ROUTE socket");
+		goto out_free;
+	}
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&sa, &salen) < 0) {
+		err = nl_error(what, errno, "netlink bind");
+		goto out;
+	}
+	portid = sa.nl_pid;
+	req->h.nlmsg_seq = ++seq;
+	req->h.nlmsg_flags |= NLM_F_REQUEST | NLM_F_DUMP;
+	memset(&sa, 0, sizeof(sa));
+	sa.nl_family = AF_NETLINK;
+	do
+		n = sendto(fd, req, req->h.nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa));
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)req->h.nlmsg_len) {
+		err = nl_error(what, n < 0 ? errno : EIO, "netlink send");
+		goto out;
+	}
+	for (;;) {
+		struct nlmsghdr *h;
+		size_t len;
+
+		salen = sizeof(sa);
+		n = recvfrom(fd, buf, NL_DUMP_BUF, 0, (struct sockaddr *)&sa, &salen);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = nl_error(what, errno, "netlink receive");
+			goto out;
+		}
+		if (sa.nl_pid != 0)
+			continue;
+		len = n;
+		for (h = (struct nlmsghdr *)buf; NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
+			if (h->nlmsg_seq != req->h.nlmsg_seq || h->nlmsg_pid != portid)
+				continue;
+			if (h->nlmsg_type == NLMSG_DONE)
+				goto out;
+			if (h->nlmsg_type == NLMSG_ERROR) {
+				const struct nlmsgerr *e = NLMSG_DATA(h);
+
+				err = h->nlmsg_len < NLMSG_LENGTH(sizeof(*e)) ?
+				      nl_error(what, EPROTO, "short netlink error message") :
+				      nl_error(what, -e->error, ext_ack_msg(h, n));
+				goto out;
+			}
+			if (!cb_err)
+				cb_err = cb(h, arg);
+		}
+	}
+out:
+	close(fd);
+out_free:
+	free(buf);
+	return err ? err : cb_err;
+}
+
+struct stale_scan {
+	const char *prefix;
+	size_t plen;
+	struct stale_tap {
+		int ifindex;
+		unsigned slot;
+	} *taps;
+	size_t n, cap;
+};
+
+/* "<prefix><slot>" as husk names its taps: decimal, no sign, no leading 0. */
+static int tap_slot(const char *name, const struct stale_scan *s, unsigned *slot)
+{
+	const char *d = name + s->plen;
+	unsigned long v = 0;
+
+	if (strncmp(name, s->prefix, s->plen) || !*d || (*d == '0' && d[1]))
+		return 0;
+	for (; *d; d++) {
+		if (*d < '0' || *d > '9' || v > 99999999)
+			return 0;
+		v = v * 10 + (*d - '0');
+	}
+	*slot = v;
+	return 1;
+}
+
+/* Is the nested IFLA_LINKINFO's IFLA_INFO_KIND "tun" (tun and tap alike)? */
+static int is_tun(const struct rtattr *linkinfo)
+{
+	const struct rtattr *a;
+	size_t len = RTA_PAYLOAD(linkinfo);
+
+	for (a = RTA_DATA(linkinfo); RTA_OK(a, len); a = RTA_NEXT(a, len))
+		if (a->rta_type == IFLA_INFO_KIND)
+			return RTA_PAYLOAD(a) >= 4 && !memcmp(RTA_DATA(a), "tun", 4);
+	return 0;
+}
+
+static int collect_stale(const struct nlmsghdr *h, void *arg)
+{
+	struct stale_scan *s = arg;
+	const struct ifinfomsg *ifi = NLMSG_DATA(h);
+	const struct rtattr *a, *linkinfo = NULL;
+	const char *name = NULL;
+	size_t len;
+	unsigned slot;
+
+	if (h->nlmsg_type != RTM_NEWLINK || h->nlmsg_len < NLMSG_LENGTH(sizeof(*ifi)))
+		return 0;
+	len = h->nlmsg_len - NLMSG_LENGTH(sizeof(*ifi));
+	for (a = IFLA_RTA(ifi); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
+		if (a->rta_type == IFLA_IFNAME && RTA_PAYLOAD(a) > 0 &&
+		    memchr(RTA_DATA(a), '\0', RTA_PAYLOAD(a)))
+			name = RTA_DATA(a);
+		else if (a->rta_type == IFLA_LINKINFO)
+			linkinfo = a;
+	}
+	if (!name || !linkinfo || !is_tun(linkinfo) || !tap_slot(name, s, &slot))
+		return 0;
+	if (s->n == s->cap) {
+		struct stale_tap *t;
+
+		s->cap = s->cap ? s->cap * 2 : 16;
+		t = realloc(s->taps, s->cap * sizeof(*t));
+		if (!t)
+			return husk_seterr(ENOMEM, "listing interfaces: out of memory");
+		s->taps = t;
+	}
+	s->taps[s->n].ifindex = ifi->ifi_index;
+	s->taps[s->n].slot = slot;
+	s->n++;
+	return 0;
+}
+
+static int link_del_index(int ifindex)
+{
+	static __thread struct nl_req req;
+	struct ifinfomsg *ifi;
+	char what[64];
+
+	snprintf(what, sizeof(what), "deleting interface #%d", ifindex);
+	nl_init(&req, RTM_DELLINK, NLM_F_ACK, sizeof(*ifi));
+	ifi = NLMSG_DATA(&req.h);
+	ifi->ifi_family = AF_UNSPEC;
+	ifi->ifi_index = ifindex;
+	return nl_talk(&req, NULL, what);
+}
+
+/* mkdir -p: parents 0755 (like /run/husk), the last one 0700. */
+static int make_lock_dir(const char *dir)
+{
+	char path[PATH_MAX];
+	char *p;
+
+	if (snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path))
+		return husk_seterr(ENAMETOOLONG, "lock directory '%s' is too long", dir);
+	for (p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(path, 0755) && errno != EEXIST)
+			return husk_seterr(errno, "cannot create %s: %s", path, strerror(errno));
+		*p = '/';
+	}
+	if (mkdir(path, 0700) && errno != EEXIST)
+		return husk_seterr(errno, "cannot create %s: %s", path, strerror(errno));
+	return 0;
+}
+
+int netlink_del_stale_taps(const char *prefix, const char *lock_dir)
+{
+	static __thread struct nl_req req;
+	struct stale_scan s = { .prefix = prefix };
+	struct ifinfomsg *ifi;
+	char path[PATH_MAX];
+	size_t i;
+	int err, fd, deleted = 0;
+
+	if (!prefix || !*prefix || strlen(prefix) >= IFNAMSIZ - 1 || !lock_dir)
+		return husk_seterr(EINVAL, "stale taps: bad name prefix or lock directory");
+	s.plen = strlen(prefix);
+	nl_init(&req, RTM_GETLINK, 0, sizeof(*ifi));
+	ifi = NLMSG_DATA(&req.h);
+	ifi->ifi_family = AF_UNSPEC;
+	err = nl_dump(&req, "listing interfaces", collect_stale, &s);
+	if (!err && s.n)
+		err = make_lock_dir(lock_dir);
+	for (i = 0; !err && i < s.n; i++) {
+		snprintf(path, sizeof(path), "%s/%u.lock", lock_dir, s.taps[i].slot);
+		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd < 0) {
+			err = husk_seterr(errno, "stale taps: cannot open %s: %s", path,
+					  strerror(errno));
+			break;
+		}
+		/*
+		 * Held: a live husk owns the slot. Free: its owner died, and
+		 * while we hold the lock no husk can take the slot and make a
+		 * new tap of that name; deleting by index (never reused soon)
+		 * could not hit a new one anyway.
+		 */
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+			int r = link_del_index(s.taps[i].ifindex);
+
+			if (r == 0)
+				deleted++;
+			else if (r != -ENODEV)
+				err = r;
+			else
+				husk_debug("stale taps: #%d went away by itself",
+					   s.taps[i].ifindex);
+		} else if (errno != EWOULDBLOCK) {
+			err = husk_seterr(errno, "stale taps: flock %s: %s", path,
+					  strerror(errno));
+		}
+		close(fd);
+	}
+	free(s.taps);
+	return err ? err : deleted;
 }

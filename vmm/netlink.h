@@ -25,4 +25,17 @@ int netlink_addr_add(int ifindex, int family, const void *addr, unsigned prefixl
 /* Delete the interface called ifname (-ENODEV if it does not exist). */
 int netlink_link_del(const char *ifname);
 
+/*
+ * Delete the taps dead husks left behind: interfaces of kind "tun" named
+ * prefix + slot ("husk" + decimal slot without leading zeros, as
+ * vmm/run_net.c names them) whose slot lock file lock_dir/<slot>.lock
+ * nobody holds with flock(). A live husk holds its slot's lock for the
+ * whole run, so its tap is never touched; each stale one is deleted (by
+ * ifindex) while this call holds the lock itself. lock_dir is created if
+ * missing. Taps normally vanish with their last fd; this catches the rest
+ * (an fd inherited by a survivor, a persistent tap of a husk-like name).
+ * Returns how many were deleted, or -errno.
+ */
+int netlink_del_stale_taps(const char *prefix, const char *lock_dir);
+
 #endif

@@ -11,6 +11,7 @@
  * successful job, and reports. Nothing it created outlives it; what a
  * SIGKILL'ed husk leaves is removed by the next run.
  */
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -477,6 +478,50 @@ int run_job(const struct run_opts *o, uint64_t start, struct run_result *r)
 	return r->exit_code;
 }
 
+/* "denied_destinations": the first distinct ones the filter refused. */
+static void print_denied(FILE *f, const struct run_result *r)
+{
+	char addr[INET6_ADDRSTRLEN];
+	unsigned i;
+
+	fputs(",\"denied_destinations\":[", f);
+	for (i = 0; i < r->nr_denied; i++) {
+		const struct egress_denied_dst *d = &r->denied[i];
+		const char *proto = d->proto == IPPROTO_TCP ? "tcp" : d->proto == IPPROTO_UDP ?
+				    "udp" : d->proto == IPPROTO_ICMP || d->proto == IPPROTO_ICMPV6 ?
+				    "icmp" : "other";
+
+		if (!inet_ntop(d->family == 6 ? AF_INET6 : AF_INET, d->addr, addr, sizeof(addr)))
+			snprintf(addr, sizeof(addr), "?");
+		fprintf(f, "%s{\"address\":\"%s\",\"protocol\":\"%s\",\"port\":%u,"
+			"\"reason\":\"%s\"}", i ? "," : "", addr, proto, d->port,
+			egress_reason_name(d->reason));
+	}
+	fputc(']', f);
+}
+
+/* The DNS proxy's part of the network section. */
+static void print_dns(FILE *f, const struct run_result *r)
+{
+	unsigned i;
+
+	if (!r->dns_on) {
+		fputs(",\"dns\":null", f);
+		return;
+	}
+	fprintf(f, ",\"dns\":{\"queries\":%llu,\"allowed\":%llu,\"refused\":%llu,"
+		"\"failed\":%llu,\"malformed\":%llu,\"refused_names\":[",
+		(unsigned long long)r->dns.queries, (unsigned long long)r->dns.allowed,
+		(unsigned long long)r->dns.refused, (unsigned long long)r->dns.failed,
+		(unsigned long long)r->dns.malformed);
+	for (i = 0; i < r->nr_dns_refused; i++) {
+		if (i)
+			fputc(',', f);
+		json_string(f, r->dns_refused[i]);
+	}
+	fputs("]}", f);
+}
+
 void run_print_json(const struct run_result *r)
 {
 	FILE *f = stdout;
@@ -525,11 +570,15 @@ void run_print_json(const struct run_result *r)
 			for (i = 0; i < EGRESS_DROP__MAX; i++)
 				fprintf(f, "%s\"%s\":%llu", i ? "," : "", egress_reason_name(i),
 					(unsigned long long)c->drops[i]);
-			fputs("}}", f);
+			fprintf(f, "},\"packets_in\":%llu,\"bytes_in\":%llu",
+				(unsigned long long)c->in_packets, (unsigned long long)c->in_bytes);
 		} else {
 			fputs(",\"packets_out\":null,\"bytes_out\":null,\"drops\":null,"
-			      "\"drops_by_reason\":null}", f);
+			      "\"drops_by_reason\":null,\"packets_in\":null,\"bytes_in\":null", f);
 		}
+		print_denied(f, r);
+		print_dns(f, r);
+		fputc('}', f);
 	}
 	fputs("}\n", f);
 	fflush(f);

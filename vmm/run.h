@@ -11,12 +11,15 @@
 #include <stdint.h>
 
 #include "../bpf/egress.h"
+#include "dns_proxy.h"
 #include "cli_run.h"
 #include "vm.h"
 
 #define RUN_EXIT_TIMEOUT 124
 #define RUN_EXIT_FAILURE 125
 #define RUN_GUEST_CID 3
+#define RUN_DENIED_KEEP EGRESS_DENIED_MAX
+#define RUN_DNS_REFUSED_KEEP DNS_PROXY_REFUSED_KEEP
 #define RUN_CMDLINE "root=/dev/vda ro rootfstype=ext4 init=/sbin/init quiet"
 
 struct run_result {
@@ -38,6 +41,12 @@ struct run_result {
 	bool net_counters;		/* net_ctr is valid */
 	struct egress_counters net_ctr;	/* the egress filter's, for this VM */
 	char anomaly[256];		/* why the egress filter killed the VM, or "" */
+	struct egress_denied_dst denied[RUN_DENIED_KEEP];	/* first distinct ones */
+	unsigned nr_denied;
+	bool dns_on;			/* the DNS proxy ran; dns is valid */
+	struct dns_proxy_stats dns;
+	char dns_refused[RUN_DNS_REFUSED_KEEP][256];	/* first distinct names refused */
+	unsigned nr_dns_refused;
 };
 
 /* Run the job; fills r and returns husk's exit status. */

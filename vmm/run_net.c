@@ -15,11 +15,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "dns_proxy.h"
 #include "egress.h"
+#include "evloop.h"
 #include "netlink.h"
 #include "netpool.h"
 #include "run_int.h"
@@ -38,6 +42,11 @@ struct run_egress {
 	struct netpool_lease lease;
 	bool kill;			/* the filter asked for the VM to die */
 	char anomaly[256];
+	/* The DNS proxy and the allow-map expiry run on their own loop thread. */
+	struct evloop loop;
+	bool loop_on;
+	struct dns_proxy *dns;
+	int expire_fd;			/* timerfd: expire DNS-opened addresses */
 };
 
 /*
@@ -150,16 +159,182 @@ static int setup(struct run_egress *N, int *tap_fd)
 	if (err)
 		return err;
 	N->egress_on = true;
+	/* The host itself is not a destination, unless --allow says so. */
+	err = egress_deny_host_addrs();
+	if (err < 0)
+		return err;
 	for (i = 0; i < o->nr_allow; i++) {
 		const struct run_allow *a = &o->allow[i];
 
-		err = egress_allow_cidr(N->ifindex, AF_INET, &a->addr, a->prefixlen, a->protos,
-					a->ports, a->nports);
+		err = egress_allow_cidr(N->ifindex, a->family, run_cidr_addr(a), a->prefixlen,
+					a->protos, a->ports, a->nports);
+		if (err)
+			return err;
+	}
+	for (i = 0; i < o->nr_deny; i++) {
+		const struct run_deny *d = &o->deny[i];
+
+		err = egress_deny_cidr(N->ifindex, d->family, run_cidr_addr(d), d->prefixlen);
 		if (err)
 			return err;
 	}
 	husk_debug("net: slot %d, %s, guest %s", slot, N->ifname, inet_ntoa(N->lease.guest));
 	return 0;
+}
+
+/* ---- the DNS proxy at the gateway (--allow-host) ---- */
+
+/* Open the filter for an allowed name's addresses before the guest sees them. */
+static int on_dns_addrs(void *arg, const char *name, const struct dns_addr *addrs,
+			unsigned n)
+{
+	struct run_egress *N = arg;
+	unsigned i;
+	int err;
+
+	for (i = 0; i < n; i++) {
+		err = egress_allow_addr_ttl(N->ifindex, addrs[i].family, addrs[i].addr,
+					    addrs[i].ttl, EGRESS_P_ANY, NULL, 0);
+		if (err) {
+			husk_msg("warning: dns: cannot open the filter for %s: %s", name,
+				 husk_lasterr());
+			return err;
+		}
+	}
+	husk_debug("dns: %s: %u address(es) allowed", name, n);
+	return 0;
+}
+
+static void on_expire(void *arg, uint32_t events)
+{
+	struct run_egress *N = arg;
+	uint64_t ticks;
+
+	if (read(N->expire_fd, &ticks, sizeof(ticks)) != sizeof(ticks))
+		return;
+	if (egress_expire(N->ifindex, now_us()) < 0)
+		husk_msg("warning: %s", husk_lasterr());
+}
+
+/*
+ * The resolver the proxy forwards to: HUSK_DNS_UPSTREAM (an address,
+ * optionally ":PORT", IPv6 in brackets) or the host's resolv.conf.
+ */
+static int dns_upstream(struct sockaddr_storage *ss, socklen_t *len)
+{
+	const char *e = getenv("HUSK_DNS_UPSTREAM");
+	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+	char host[INET6_ADDRSTRLEN + 2], *port = NULL, *end;
+	unsigned long p = 53;
+
+	if (!e || !*e)
+		return dns_resolv_conf_upstream("/etc/resolv.conf", ss, len);
+	snprintf(host, sizeof(host), "%s", e);
+	memset(ss, 0, sizeof(*ss));
+	if (host[0] == '[') {
+		end = strchr(host, ']');
+		if (!end)
+			goto bad;
+		*end = '\0';
+		if (end[1] == ':')
+			port = end + 2;
+		else if (end[1])
+			goto bad;
+		memmove(host, host + 1, strlen(host + 1) + 1);
+	} else if ((port = strchr(host, ':'))) {
+		*port++ = '\0';
+	}
+	if (port) {
+		p = strtoul(port, &end, 10);
+		if (!*port || *end || !p || p > 65535)
+			goto bad;
+	}
+	if (inet_pton(AF_INET, host, &s4->sin_addr) == 1) {
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons(p);
+		*len = sizeof(*s4);
+		return 0;
+	}
+	if (inet_pton(AF_INET6, host, &s6->sin6_addr) == 1) {
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons(p);
+		*len = sizeof(*s6);
+		return 0;
+	}
+bad:
+	return husk_seterr(EINVAL, "HUSK_DNS_UPSTREAM=%s: want an address, optionally with "
+			   ":PORT (IPv6 in brackets)", e);
+}
+
+static int dns_setup(struct run_egress *N)
+{
+	const struct run_opts *o = N->o;
+	struct itimerspec its = { { 1, 0 }, { 1, 0 } };
+	struct sockaddr_in bind_to = { .sin_family = AF_INET, .sin_port = htons(53) };
+	struct sockaddr_storage up;
+	socklen_t ulen;
+	int err;
+
+	err = dns_upstream(&up, &ulen);
+	if (err && o->nr_allow_host)
+		return husk_seterr(err, "--allow-host needs an upstream resolver: %s",
+				   husk_lasterr());
+	if (err) {
+		/* Nothing will be forwarded: every name is refused. */
+		struct sockaddr_in *lo = (struct sockaddr_in *)&up;
+
+		memset(&up, 0, sizeof(up));
+		lo->sin_family = AF_INET;
+		lo->sin_port = htons(53);
+		lo->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		ulen = sizeof(*lo);
+	}
+	err = evloop_init(&N->loop);
+	if (err)
+		return err;
+	bind_to.sin_addr = N->lease.host;
+	N->dns = dns_proxy_new(&N->loop, (struct sockaddr *)&bind_to, sizeof(bind_to),
+			       o->allow_host, o->nr_allow_host, (struct sockaddr *)&up, ulen,
+			       on_dns_addrs, N);
+	if (!N->dns)
+		return -EINVAL;
+	N->expire_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (N->expire_fd < 0 || timerfd_settime(N->expire_fd, 0, &its, NULL) < 0)
+		return husk_seterr(errno, "timerfd: %s", strerror(errno));
+	err = evloop_add(&N->loop, N->expire_fd, EPOLLIN, on_expire, N);
+	if (!err)
+		err = evloop_start(&N->loop);
+	if (err)
+		return err;
+	N->loop_on = true;
+	return 0;
+}
+
+static void dns_teardown(struct run_egress *N, struct run_result *r)
+{
+	unsigned i;
+
+	if (N->loop_on)
+		evloop_stop(&N->loop);
+	N->loop_on = false;
+	if (N->dns) {
+		r->dns_on = true;
+		dns_proxy_get_stats(N->dns, &r->dns);
+		for (i = 0; i < RUN_DNS_REFUSED_KEEP; i++)
+			if (dns_proxy_refused(N->dns, i, r->dns_refused[i],
+					      sizeof(r->dns_refused[i])))
+				break;
+		r->nr_dns_refused = i;
+		for (i = 0; i < r->nr_dns_refused; i++)
+			husk_debug("dns: refused %s", r->dns_refused[i]);
+		dns_proxy_free(N->dns);
+		N->dns = NULL;
+	}
+	evloop_free(&N->loop);
+	if (N->expire_fd >= 0)
+		close(N->expire_fd);
+	N->expire_fd = -1;
 }
 
 int run_net_setup(struct run_egress **np, const struct run_opts *o, int *tap_fd,
@@ -173,8 +348,10 @@ int run_net_setup(struct run_egress **np, const struct run_opts *o, int *tap_fd,
 	if (!N)
 		return husk_seterr(ENOMEM, "out of memory");
 	N->o = o;
-	N->slot_fd = -1;
+	N->slot_fd = N->expire_fd = -1;
 	err = setup(N, tap_fd);
+	if (!err)
+		err = dns_setup(N);
 	if (err)
 		return err;
 	memcpy(mac, N->lease.mac, 6);
@@ -203,11 +380,16 @@ bool run_net_poll(struct run_egress *N, char *why, size_t len)
 /* After the VM process is gone (the tap's last fd with it, so the tap). */
 void run_net_teardown(struct run_egress *N, struct run_result *r)
 {
+	int n;
+
 	if (!N)
 		return;
+	dns_teardown(N, r);
 	if (N->egress_on) {
 		r->net = true;
 		r->net_counters = !egress_read_counters(N->ifindex, &r->net_ctr);
+		n = egress_read_denied(N->ifindex, r->denied, RUN_DENIED_KEEP);
+		r->nr_denied = n > 0 ? n : 0;
 		if (egress_detach(N->ifindex))
 			husk_msg("warning: %s", husk_lasterr());
 	}
@@ -220,4 +402,8 @@ void run_net_teardown(struct run_egress *N, struct run_result *r)
 
 void run_net_clean_stale(void)
 {
+	int n = netlink_del_stale_taps("husk", NET_LOCK_DIR);
+
+	if (n > 0)
+		husk_debug("net: removed %d stale tap(s)", n);
 }

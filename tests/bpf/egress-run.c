@@ -1,15 +1,22 @@
 /*
  * egress-run: drives the eBPF egress filter with crafted frames.
  *
- * Loads the program through vmm/egress.c (the same code husk uses),
+ * Loads the programs through vmm/egress.c (the same code husk uses),
  * configures fake VMs keyed by made-up ifindexes (no tap is needed:
  * BPF_PROG_TEST_RUN takes the ifindex from ctx.ingress_ifindex), runs frames
  * with bpf_prog_test_run_opts and checks the verdict plus which counter
- * moved. Needs root; exits 77 otherwise. With --bench it also times an
- * allowed TCP packet over 1e6 repetitions.
+ * moved. Covers IPv4 and IPv6 rules and deny ranges, the host's own
+ * addresses (egress_deny_host_addrs, on addresses this program gives a tap
+ * in its own network namespace), DNS-learned addresses with TTL and expiry,
+ * the first-denied-destinations log, the host->guest counter program, the
+ * anomaly thresholds and detach. Needs root; exits 77 otherwise.
+ * --bench also times each kind of frame over 1e6 repetitions;
+ * --bench-only does only that (tools/bench-net).
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,11 +26,20 @@
 #include <linux/pkt_cls.h>
 
 #include "egress.h"
+#include "netlink.h"
+#include "tap.h"
 #include "util.h"
 
 #define VM_MAIN		4242
 #define VM_SYN		4243
 #define VM_BULK		4244
+#define VM_OPEN		4245	/* allows everything: shows the deny list alone */
+#define VM_DYN		4246	/* DNS-learned addresses */
+#define VM_OTHER	4247	/* a neighbour of VM_DYN with no rules */
+#define VM_EXP		4248	/* expiry */
+#define VM_DENYLOG	4249	/* first denied destinations */
+#define VM_NOV6		4250	/* no IPv6 configured */
+#define VM_LO		1	/* the counter program sees loopback in test runs */
 
 #define PASS		TC_ACT_OK
 #define SHOT		TC_ACT_SHOT
@@ -248,20 +264,25 @@ static void on_event(const struct egress_event *ev, void *opaque)
 	last_event = *ev;
 }
 
-static int setup_vm(int vm, uint32_t max_conns, uint64_t max_total)
+static int setup_vm_v6(int vm, uint32_t max_conns, uint64_t max_total, bool v6)
 {
 	struct egress_policy p = { 0 };
 
 	memcpy(p.guest_mac, guest_mac, 6);
 	inet_pton(AF_INET, guest4, &p.guest_ip4);
 	inet_pton(AF_INET, gw4, &p.gateway_ip4);
-	p.has_ip6 = true;
+	p.has_ip6 = v6;
 	inet_pton(AF_INET6, guest6, &p.guest_ip6);
 	inet_pton(AF_INET6, gw6, &p.gateway_ip6);
 	p.window_ms = 60000;
 	p.max_conns_window = max_conns;
 	p.max_bytes_total = max_total;
 	return egress_configure(vm, &p);
+}
+
+static int setup_vm(int vm, uint32_t max_conns, uint64_t max_total)
+{
+	return setup_vm_v6(vm, max_conns, max_total, true);
 }
 
 static int allow(int vm, int fam, const char *cidr, unsigned int plen,
@@ -462,6 +483,389 @@ static void basic_cases(void)
 	}
 }
 
+/* IPv6 rules and deny ranges beyond the basic cases. */
+static void ipv6_cases(void)
+{
+	static const struct { const char *dst; const char *what; } denied[] = {
+		{ "fc00::1", "fc00::/7 ULA (fc)" },
+		{ "fdff:1:2::3", "fc00::/7 ULA (fd)" },
+		{ "fe80::1234", "fe80::/10 link-local" },
+		{ "febf::1", "fe80::/10 upper end" },
+		{ "fec0::1", "fec0::/10 site-local" },
+		{ "::1", "::1 loopback" },
+		{ "::", ":: unspecified" },
+		{ "ff02::1", "ff02::1 all-nodes multicast" },
+		{ "ff0e::101", "global multicast" },
+		{ "::ffff:10.0.0.1", "v4-mapped" },
+		{ "::ffff:93.184.216.34", "v4-mapped public" },
+		{ "::10.0.0.1", "::/96 IPv4-compatible" },
+		{ "64:ff9b::a00:1", "64:ff9b::/96 NAT64 to 10.0.0.1" },
+		{ "64:ff9b::5db8:d822", "64:ff9b::/96 NAT64 to a public v4" },
+		{ "64:ff9b:1::1", "64:ff9b:1::/48 local NAT64" },
+		{ "100::1", "100::/64 discard" },
+		{ "2002:a00:1::1", "2002::/16 6to4" },
+		{ "2001:0:4136:e378::1", "2001::/32 Teredo" },
+		{ "2001:db8:1:bad::1", "--deny /64 inside the allowed /48" },
+	};
+	struct opt o = { 0 }, x;
+	struct frame f;
+	char name[96];
+	unsigned i;
+
+	for (i = 0; i < sizeof(denied) / sizeof(denied[0]); i++) {
+		snprintf(name, sizeof(name), "IPv6 deny: %s", denied[i].what);
+		f = ip6(IPPROTO_TCP, denied[i].dst, 443, &o, 0, NULL);
+		expect(name, VM_OPEN, &f, SHOT, EGRESS_DROP_DENY_RANGE);
+	}
+	f = ip6(IPPROTO_TCP, "2001:db8:1:bad::1", 443, &o, 0, NULL);
+	expect("IPv6 --deny /64 beats the /48 allow", VM_MAIN, &f, SHOT,
+	       EGRESS_DROP_DENY_RANGE);
+	f = ip6(IPPROTO_TCP, "2001:db8:1:bad::7", 443, &o, 0, NULL);
+	expect("IPv6 /128 allow inside the --deny /64", VM_MAIN, &f, PASS, NONE);
+	f = ip6(IPPROTO_TCP, "2a00:1450::1", 443, &o, 0, NULL);
+	expect("IPv6 public destination under ::/0", VM_OPEN, &f, PASS, NONE);
+	f = ip6(IPPROTO_UDP, "2a00:1450::1", 5432, &o, 0, NULL);
+	expect("IPv6 ::/0 udp/5432 rule", VM_MAIN, &f, PASS, NONE);
+	f = ip6(IPPROTO_UDP, "2a00:1450::1", 5433, &o, 0, NULL);
+	expect("IPv6 ::/0 udp/5432 rule, other port", VM_MAIN, &f, SHOT,
+	       EGRESS_DROP_PORT);
+	f = ip6(IPPROTO_ICMPV6, "2001:db8:1::80", 0, &o, 128, NULL);
+	expect("ICMPv6 echo to a tcp-only prefix", VM_MAIN, &f, SHOT,
+	       EGRESS_DROP_PORT);
+	f = ip6(IPPROTO_ICMPV6, "2a00:1450::1", 0, &o, 128, NULL);
+	expect("ICMPv6 echo under ::/0 any", VM_OPEN, &f, PASS, NONE);
+	f = ip6(IPPROTO_TCP, "fd00:1::5", 443, &o, 0, NULL);
+	expect("IPv6 /128 allow opens one ULA host", VM_OPEN, &f, PASS, NONE);
+	f = ip6(IPPROTO_TCP, "fd00:1::6", 443, &o, 0, NULL);
+	expect("IPv6 ULA next to it stays denied", VM_OPEN, &f, SHOT,
+	       EGRESS_DROP_DENY_RANGE);
+	f = ip6(IPPROTO_TCP, "2001:db8:1::80", 853, &o, 0, NULL);
+	expect("IPv6 DoT", VM_OPEN, &f, SHOT, EGRESS_DROP_DOT);
+	f = ip6(IPPROTO_TCP, "2001:db8:1::80", 443, &o, 0, NULL);
+	expect("IPv6 without a guest IPv6 address", VM_NOV6, &f, SHOT,
+	       EGRESS_DROP_ETHERTYPE);
+
+	/* Neighbour discovery: only with the gateway, from our addresses. */
+	x = o;
+	x.hop = 255;
+	f = ip6(IPPROTO_ICMPV6, "ff02::1:ff00:1", 0, &x, 135, gw6);
+	expect("ND: NS for gateway from the global address", VM_MAIN, &f, PASS, NONE);
+	x.src = "::";
+	f = ip6(IPPROTO_ICMPV6, "ff02::1:ff00:1", 0, &x, 135, gw6);
+	expect("ND: NS from :: (DAD-style)", VM_MAIN, &f, PASS, NONE);
+	x.src = "fe80::2";
+	f = ip6(IPPROTO_ICMPV6, gw6, 0, &x, 135, gw6);
+	expect("ND: unicast NS to gateway", VM_MAIN, &f, PASS, NONE);
+	f = ip6(IPPROTO_ICMPV6, gw6, 0, &x, 133, NULL);
+	expect("ND: RS to gateway", VM_MAIN, &f, PASS, NONE);
+	f = ip6(IPPROTO_ICMPV6, "fe80::9", 0, &x, 136, NULL);
+	expect("ND: NA to another host", VM_MAIN, &f, SHOT, EGRESS_DROP_ND);
+	f = ip6(IPPROTO_ICMPV6, "ff02::1", 0, &x, 133, NULL);
+	expect("ND: RS to all-nodes", VM_MAIN, &f, SHOT, EGRESS_DROP_ND);
+	x.src = "2001:db8:ff::66";
+	f = ip6(IPPROTO_ICMPV6, "ff02::1:ff00:1", 0, &x, 135, gw6);
+	expect("ND: NS from a spoofed global address", VM_MAIN, &f, SHOT,
+	       EGRESS_DROP_SPOOF_IP);
+	x.src = NULL;
+	f = ip6(IPPROTO_ICMPV6, "fe80::1234", 0, &o, 128, NULL);
+	expect("ICMPv6 echo to link-local (not ND)", VM_OPEN, &f, SHOT,
+	       EGRESS_DROP_DENY_RANGE);
+}
+
+/*
+ * The host's own addresses, in this program's private network namespace:
+ * a tap (broadcast-capable) with 192.0.2.10/24 and the VMs' gateway
+ * 10.0.0.1, 198.51.100.77 and 2001:db8:77::1 on lo.
+ */
+static void host_addr_cases(bool own_netns)
+{
+	struct opt o = { 0 };
+	struct frame f;
+	uint8_t a[16];
+	char tap[IFNAMSIZ];
+	int fd, ifi, n, err;
+
+	if (!own_netns) {
+		printf("skip - host addresses: no private network namespace\n");
+		return;
+	}
+	fd = tap_open("hostaddr%d", tap);
+	ifi = fd >= 0 ? netlink_ifindex(tap) : fd;
+	err = ifi < 0 ? ifi : 0;
+	inet_pton(AF_INET, "192.0.2.10", a);
+	err = err ?: netlink_addr_add(ifi, AF_INET, a, 24, NULL);
+	inet_pton(AF_INET, gw4, a);
+	err = err ?: netlink_addr_add(ifi, AF_INET, a, 32, NULL);
+	inet_pton(AF_INET, "198.51.100.77", a);
+	err = err ?: netlink_addr_add(1, AF_INET, a, 32, NULL);
+	inet_pton(AF_INET6, "2001:db8:77::1", a);
+	err = err ?: netlink_addr_add(1, AF_INET6, a, 128, NULL);
+	if (err) {
+		result(0, "host addresses: setup", husk_lasterr());
+		return;
+	}
+	f = ip4(IPPROTO_TCP, "198.51.100.77", 443, &o);
+	expect("before: host address passes under 0.0.0.0/0", VM_OPEN, &f, PASS, NONE);
+	n = egress_deny_host_addrs();
+	result(n >= 6, "egress_deny_host_addrs counts the addresses",
+	       n < 0 ? husk_lasterr() : "too few");
+	f = ip4(IPPROTO_TCP, "198.51.100.77", 443, &o);
+	expect("host address on lo denied", VM_OPEN, &f, SHOT, EGRESS_DROP_DENY_RANGE);
+	f = ip4(IPPROTO_TCP, "192.0.2.10", 443, &o);
+	expect("host address on a NIC denied", VM_OPEN, &f, SHOT, EGRESS_DROP_DENY_RANGE);
+	f = ip4(IPPROTO_UDP, "192.0.2.255", 137, &o);
+	expect("host's directed broadcast denied", VM_OPEN, &f, SHOT,
+	       EGRESS_DROP_DENY_RANGE);
+	f = ip4(IPPROTO_UDP, "192.0.2.0", 137, &o);
+	expect("host's network address denied", VM_OPEN, &f, SHOT,
+	       EGRESS_DROP_DENY_RANGE);
+	f = ip4(IPPROTO_TCP, "192.0.2.11", 443, &o);
+	expect("neighbour of a host address passes", VM_OPEN, &f, PASS, NONE);
+	f = ip6(IPPROTO_TCP, "2001:db8:77::1", 443, &o, 0, NULL);
+	expect("host IPv6 address denied", VM_OPEN, &f, SHOT, EGRESS_DROP_DENY_RANGE);
+	f = ip6(IPPROTO_TCP, "2001:db8:77::2", 443, &o, 0, NULL);
+	expect("neighbour of the host IPv6 address passes", VM_OPEN, &f, PASS, NONE);
+	f = ip4(IPPROTO_UDP, gw4, 53, &o);
+	expect("DNS to the gateway (a host address) still passes", VM_OPEN, &f,
+	       PASS, NONE);
+	f = arp(1, guest4, gw4, NULL);
+	expect("ARP for the gateway still passes", VM_OPEN, &f, PASS, NONE);
+	f = ip4(IPPROTO_TCP, gw4, 22, &o);
+	expect("other traffic to the gateway denied", VM_OPEN, &f, SHOT,
+	       EGRESS_DROP_DENY_RANGE);
+	inet_pton(AF_INET, "198.51.100.77", a);
+	egress_allow_cidr(VM_MAIN, AF_INET, a, 32, EGRESS_P_TCP, NULL, 0);
+	f = ip4(IPPROTO_TCP, "198.51.100.77", 443, &o);
+	expect("explicit /32 allow opens a host address", VM_MAIN, &f, PASS, NONE);
+	expect("... for that VM only", VM_OPEN, &f, SHOT, EGRESS_DROP_DENY_RANGE);
+	close(fd);
+}
+
+static int learn(int vm, int fam, const char *addr, unsigned int ttl,
+		 unsigned int protos, const struct egress_port_range *r, int n)
+{
+	uint8_t a[16];
+
+	inet_pton(fam, addr, a);
+	return egress_allow_addr_ttl(vm, fam, a, ttl, protos, r, n);
+}
+
+/* Addresses learned from DNS answers: exact, per VM, never into deny ranges. */
+static void dyn_cases(void)
+{
+	struct egress_port_range https[] = { { 443, 443 } };
+	struct egress_port_range hi[] = { { 5000, 5001 } };
+	struct egress_port_range ssh[] = { { 22, 22 } };
+	struct opt o = { 0 };
+	struct frame f;
+	uint8_t a[16];
+	int err;
+
+	f = ip4(IPPROTO_TCP, "203.0.113.50", 443, &o);
+	expect("learned: unknown address before DNS", VM_DYN, &f, SHOT,
+	       EGRESS_DROP_NOT_ALLOWED);
+	err = learn(VM_DYN, AF_INET, "203.0.113.50", 30, EGRESS_P_TCP, https, 1);
+	result(!err, "learned: egress_allow_addr_ttl", husk_lasterr());
+	expect("learned: address passes after DNS", VM_DYN, &f, PASS, NONE);
+	expect("learned: not for another VM", VM_OTHER, &f, SHOT,
+	       EGRESS_DROP_NOT_ALLOWED);
+	f = ip4(IPPROTO_TCP, "203.0.113.51", 443, &o);
+	expect("learned: exact match only (neighbour)", VM_DYN, &f, SHOT,
+	       EGRESS_DROP_NOT_ALLOWED);
+	f = ip4(IPPROTO_TCP, "203.0.113.50", 80, &o);
+	expect("learned: other port", VM_DYN, &f, SHOT, EGRESS_DROP_PORT);
+	f = ip4(IPPROTO_UDP, "203.0.113.50", 5000, &o);
+	expect("learned: other protocol", VM_DYN, &f, SHOT, EGRESS_DROP_PORT);
+	/* A second answer for the same address merges. */
+	err = learn(VM_DYN, AF_INET, "203.0.113.50", 60, EGRESS_P_UDP, hi, 1);
+	result(!err, "learned: merge", husk_lasterr());
+	expect("learned: merged protocol/port passes", VM_DYN, &f, PASS, NONE);
+	f = ip4(IPPROTO_TCP, "203.0.113.50", 443, &o);
+	expect("learned: first rule still passes", VM_DYN, &f, PASS, NONE);
+	f = ip4(IPPROTO_UDP, "203.0.113.50", 53, &o);
+	expect("learned: DNS still only to the gateway", VM_DYN, &f, SHOT,
+	       EGRESS_DROP_DNS);
+
+	/* DNS rebinding: a learned address never opens a deny range. */
+	learn(VM_DYN, AF_INET, "10.1.2.3", 30, EGRESS_P_ANY, NULL, 0);
+	f = ip4(IPPROTO_TCP, "10.1.2.3", 443, &o);
+	expect("rebinding: private address stays denied", VM_DYN, &f, SHOT,
+	       EGRESS_DROP_DENY_RANGE);
+	learn(VM_DYN, AF_INET, "127.0.0.1", 30, EGRESS_P_ANY, NULL, 0);
+	f = ip4(IPPROTO_TCP, "127.0.0.1", 443, &o);
+	expect("rebinding: loopback stays denied", VM_DYN, &f, SHOT,
+	       EGRESS_DROP_DENY_RANGE);
+	learn(VM_DYN, AF_INET, "169.254.169.254", 30, EGRESS_P_ANY, NULL, 0);
+	f = ip4(IPPROTO_TCP, "169.254.169.254", 80, &o);
+	expect("rebinding: metadata stays denied", VM_DYN, &f, SHOT,
+	       EGRESS_DROP_DENY_RANGE);
+	learn(VM_DYN, AF_INET6, "fd00::99", 30, EGRESS_P_ANY, NULL, 0);
+	f = ip6(IPPROTO_TCP, "fd00::99", 443, &o, 0, NULL);
+	expect("rebinding: IPv6 ULA stays denied", VM_DYN, &f, SHOT,
+	       EGRESS_DROP_DENY_RANGE);
+	/* Next to a static rule that opened part of a private range. */
+	inet_pton(AF_INET, "10.9.0.0", a);
+	egress_allow_cidr(VM_DYN, AF_INET, a, 16, EGRESS_P_TCP, ssh, 1);
+	learn(VM_DYN, AF_INET, "10.9.0.5", 30, EGRESS_P_ANY, NULL, 0);
+	f = ip4(IPPROTO_TCP, "10.9.0.5", 22, &o);
+	expect("static /16 rule into 10/8 passes its port", VM_DYN, &f, PASS, NONE);
+	f = ip4(IPPROTO_TCP, "10.9.0.5", 443, &o);
+	expect("rebinding: learned address adds no port there", VM_DYN, &f, SHOT,
+	       EGRESS_DROP_PORT);
+	/* An explicit per-VM --deny beats a learned address. */
+	inet_pton(AF_INET, "203.0.113.60", a);
+	egress_deny_cidr(VM_DYN, AF_INET, a, 32);
+	learn(VM_DYN, AF_INET, "203.0.113.60", 30, EGRESS_P_ANY, NULL, 0);
+	f = ip4(IPPROTO_TCP, "203.0.113.60", 443, &o);
+	expect("--deny beats a learned address", VM_DYN, &f, SHOT,
+	       EGRESS_DROP_DENY_RANGE);
+	/* IPv6. */
+	learn(VM_DYN, AF_INET6, "2001:db8:dd::1", 30, EGRESS_P_TCP, https, 1);
+	f = ip6(IPPROTO_TCP, "2001:db8:dd::1", 443, &o, 0, NULL);
+	expect("learned IPv6 address passes", VM_DYN, &f, PASS, NONE);
+	expect("learned IPv6 address: not for another VM", VM_OTHER, &f, SHOT,
+	       EGRESS_DROP_NOT_ALLOWED);
+	/* Arguments. */
+	result(learn(0, AF_INET, "203.0.113.1", 30, EGRESS_P_TCP, NULL, 0) == -EINVAL,
+	       "learned: ifindex 0 refused", "accepted");
+	result(learn(VM_DYN, AF_INET, "203.0.113.1", 30, 0, NULL, 0) == -EINVAL,
+	       "learned: empty protocol set refused", "accepted");
+	result(egress_allow_addr_ttl(VM_DYN, AF_UNIX, a, 30, EGRESS_P_TCP, NULL, 0) ==
+	       -EAFNOSUPPORT, "learned: bad family refused", "accepted");
+	{
+		struct egress_port_range many[8];
+		int i;
+
+		for (i = 0; i < 8; i++)
+			many[i].lo = many[i].hi = 1000 + i;
+		learn(VM_DYN, AF_INET, "203.0.113.70", 30, EGRESS_P_TCP, many, 8);
+		result(learn(VM_DYN, AF_INET, "203.0.113.70", 30, EGRESS_P_TCP, hi, 1) ==
+		       -E2BIG, "learned: merge past 8 port ranges refused", "accepted");
+		f = ip4(IPPROTO_TCP, "203.0.113.70", 1007, &o);
+		expect("learned: entry intact after a refused merge", VM_DYN, &f,
+		       PASS, NONE);
+	}
+}
+
+/* TTL expiry: an expired entry goes unless a packet used it recently. */
+static void expiry_cases(void)
+{
+	struct opt o = { 0 };
+	struct frame used, unused, longer, other;
+	uint64_t t0 = now_us(), s = 1000000;
+	int n;
+
+	learn(VM_EXP, AF_INET, "198.51.100.10", 30, EGRESS_P_TCP, NULL, 0);
+	learn(VM_EXP, AF_INET, "198.51.100.11", 30, EGRESS_P_TCP, NULL, 0);
+	learn(VM_EXP, AF_INET6, "2001:db8:ee::1", 3600, EGRESS_P_TCP, NULL, 0);
+	used = ip4(IPPROTO_TCP, "198.51.100.10", 443, &o);
+	unused = ip4(IPPROTO_TCP, "198.51.100.11", 443, &o);
+	longer = ip6(IPPROTO_TCP, "2001:db8:ee::1", 443, &o, 0, NULL);
+	other = ip4(IPPROTO_TCP, "203.0.113.50", 443, &o);
+	expect("expiry: used entry passes (and is stamped)", VM_EXP, &used, PASS, NONE);
+
+	n = egress_expire(VM_EXP, t0);
+	result(n == 0, "expiry: nothing expires before its TTL", "removed some");
+	n = egress_expire(VM_EXP, t0 + 31 * s);
+	result(n == 1, "expiry: one unused entry past its TTL removed",
+	       n < 0 ? husk_lasterr() : "wrong count");
+	expect("expiry: removed entry no longer passes", VM_EXP, &unused, SHOT,
+	       EGRESS_DROP_NOT_ALLOWED);
+	expect("expiry: live entry kept past its TTL", VM_EXP, &used, PASS, NONE);
+	expect("expiry: longer TTL kept", VM_EXP, &longer, PASS, NONE);
+
+	/* EGRESS_LIVE_SEC after its last use the used entry goes too. */
+	n = egress_expire(VM_EXP, now_us() + (EGRESS_LIVE_SEC + 1) * s);
+	result(n == 1, "expiry: idle past the live window removed",
+	       n < 0 ? husk_lasterr() : "wrong count");
+	expect("expiry: idle entry no longer passes", VM_EXP, &used, SHOT,
+	       EGRESS_DROP_NOT_ALLOWED);
+	expect("expiry: another VM's entry untouched", VM_DYN, &other, PASS, NONE);
+	n = egress_expire(VM_EXP, now_us() + 7200 * s);
+	result(n == 1, "expiry: long TTL ends as well", "wrong count");
+	expect("expiry: ... and its address is closed", VM_EXP, &longer, SHOT,
+	       EGRESS_DROP_NOT_ALLOWED);
+	result(egress_expire(-1, t0) == -EINVAL, "expiry: bad ifindex refused",
+	       "accepted");
+}
+
+/* The first EGRESS_DENIED_MAX distinct refused destinations, in order. */
+static void denied_log_cases(void)
+{
+	static const char *const dsts[] = {
+		"192.0.2.1", "192.0.2.2", "10.0.0.9", "192.0.2.1", "192.0.2.3",
+		"192.0.2.4", "192.0.2.5", "192.0.2.6", "192.0.2.7", "192.0.2.8",
+	};
+	struct egress_denied_dst d[EGRESS_DENIED_MAX + 2];
+	struct opt o = { 0 };
+	struct frame f;
+	char a[INET6_ADDRSTRLEN];
+	unsigned i;
+	int n, ok;
+
+	n = egress_read_denied(VM_DENYLOG, d, EGRESS_DENIED_MAX);
+	result(n == 0, "denied log: empty at start", "not empty");
+	f = ip4(IPPROTO_UDP, "8.8.8.8", 53, &o);
+	run(VM_DENYLOG, f.b, f.len, 1, NULL);
+	f = ip6(IPPROTO_TCP, "2001:db8:9::9", 8443, &o, 0, NULL);
+	run(VM_DENYLOG, f.b, f.len, 1, NULL);
+	run(VM_DENYLOG, f.b, f.len, 1, NULL);	/* repeated: noted once */
+	for (i = 0; i < sizeof(dsts) / sizeof(dsts[0]); i++) {
+		f = ip4(IPPROTO_TCP, dsts[i], 443, &o);
+		run(VM_DENYLOG, f.b, f.len, 1, NULL);
+	}
+	f = ip4(IPPROTO_TCP, "192.0.2.1", 80, &o);	/* same host, other port */
+	run(VM_DENYLOG, f.b, f.len, 1, NULL);
+	n = egress_read_denied(VM_DENYLOG, d, EGRESS_DENIED_MAX + 2);
+	result(n == EGRESS_DENIED_MAX, "denied log: holds the first 8 distinct",
+	       "wrong count");
+	if (n != EGRESS_DENIED_MAX)
+		return;
+	ok = d[0].family == 4 && d[0].proto == IPPROTO_UDP && d[0].port == 53 &&
+	     d[0].reason == EGRESS_DROP_DNS &&
+	     !memcmp(d[0].addr, "\x08\x08\x08\x08", 4);
+	result(ok, "denied log: DNS to 8.8.8.8 first, reason dns", "entry 0");
+	inet_ntop(AF_INET6, d[1].addr, a, sizeof(a));
+	ok = d[1].family == 6 && d[1].proto == IPPROTO_TCP && d[1].port == 8443 &&
+	     d[1].reason == EGRESS_DROP_NOT_ALLOWED && !strcmp(a, "2001:db8:9::9");
+	result(ok, "denied log: IPv6 destination second", a);
+	inet_ntop(AF_INET, d[4].addr, a, sizeof(a));
+	ok = d[4].reason == EGRESS_DROP_DENY_RANGE && !strcmp(a, "10.0.0.9") &&
+	     d[4].port == 443;
+	result(ok, "denied log: deny-range entry with its reason", a);
+	inet_ntop(AF_INET, d[7].addr, a, sizeof(a));
+	result(!strcmp(a, "192.0.2.5"), "denied log: duplicates skipped, order kept", a);
+	n = egress_read_denied(VM_DENYLOG, d, 3);
+	result(n == 3, "denied log: at most n copied", "wrong count");
+	result(egress_read_denied(9999, d, 3) == -ENOENT,
+	       "denied log: unknown VM is -ENOENT", "other");
+}
+
+/* The counter on the tap's egress: host -> guest frames. */
+static void in_counter_cases(void)
+{
+	struct egress_counters a, b;
+	struct opt o = { 0 };
+	struct frame f = ip4(IPPROTO_TCP, "93.184.216.34", 443, &o);
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = f.b,
+		    .data_size_in = f.len, .repeat = 3);
+	int err;
+
+	err = setup_vm(VM_LO, 0, 0);
+	egress_read_counters(VM_LO, &a);
+	err = err ?: bpf_prog_test_run_opts(egress_count_prog_fd(), &opts);
+	egress_read_counters(VM_LO, &b);
+	result(!err && opts.retval == TC_ACT_OK, "in-counter passes frames",
+	       strerror(errno));
+	result(b.in_packets == a.in_packets + 3 && b.in_bytes == a.in_bytes + 3 * f.len &&
+	       b.packets == a.packets && b.dropped == a.dropped,
+	       "in-counter counts packets and bytes in, nothing out", "counters");
+	egress_detach(VM_LO);
+	err = bpf_prog_test_run_opts(egress_count_prog_fd(), &opts);
+	result(!err && opts.retval == TC_ACT_OK, "in-counter passes frames of "
+	       "unconfigured devices", "dropped");
+}
+
 /* New connections over the window threshold: one event, then drops. */
 static void syn_flood(void)
 {
@@ -516,45 +920,94 @@ static void bulk(void)
 
 static void detach_case(void)
 {
+	struct egress_denied_dst d[1];
 	struct egress_counters c;
 	struct frame f;
 	struct opt o = { 0 };
 
-	/* No tap behind VM_BULK: detach must still clear its entries. */
+	/* No tap behind VM_BULK/VM_DYN: detach must still clear their entries. */
 	egress_detach(VM_BULK);
 	result(egress_read_counters(VM_BULK, &c) == -ENOENT,
 	       "detach removes the VM's entries", "counters still there");
 	f = ip4(IPPROTO_TCP, "93.184.216.34", 443, &o);
 	result(run(VM_BULK, f.b, f.len, 1, NULL) == SHOT,
 	       "detached VM is denied", "passed");
+	egress_detach(VM_DYN);
+	setup_vm(VM_DYN, 0, 0);
+	f = ip4(IPPROTO_TCP, "203.0.113.50", 443, &o);
+	expect("detach removes learned addresses", VM_DYN, &f, SHOT,
+	       EGRESS_DROP_NOT_ALLOWED);
+	egress_detach(VM_DENYLOG);
+	result(egress_read_denied(VM_DENYLOG, d, 1) == -ENOENT,
+	       "detach removes the denied log", "still there");
+}
+
+/* ns per run of one frame over 1e6 repetitions (the kernel's own timing). */
+static void bench_one(const char *what, int prog, int vm, const struct frame *f,
+		      int want)
+{
+	struct __sk_buff ctx = { .ingress_ifindex = vm };
+	uint8_t out[512];
+	LIBBPF_OPTS(bpf_test_run_opts, opts,
+		    .data_in = f->b, .data_size_in = f->len,
+		    .data_out = out, .data_size_out = sizeof(out),
+		    .ctx_in = prog == egress_prog_fd() ? &ctx : NULL,
+		    .ctx_size_in = prog == egress_prog_fd() ? sizeof(ctx) : 0,
+		    .repeat = 1000000);
+
+	if (bpf_prog_test_run_opts(prog, &opts) || (int)opts.retval != want)
+		printf("bench: %s: run failed (%s, verdict %d)\n", what,
+		       strerror(errno), opts.retval);
+	else
+		printf("bench: %-44s %4u ns/packet\n", what, opts.duration);
 }
 
 static void bench(void)
 {
 	struct opt o = { .tcp_flags = 0x10 };
-	struct frame f = ip4(IPPROTO_TCP, "93.184.216.34", 443, &o);
-	unsigned int ns = 0;
-	int r;
+	struct frame f;
+	int fp = egress_prog_fd(), cp = egress_count_prog_fd();
 
-	r = run(VM_MAIN, f.b, f.len, 1000000, &ns);
-	if (r == PASS)
-		printf("bench: allowed TCP packet: %u ns/packet (1e6 runs)\n", ns);
-	else
-		printf("bench: run failed (%d)\n", r);
+	printf("bench: per-packet cost, BPF_PROG_TEST_RUN, 1e6 runs each\n");
+	f = ip4(IPPROTO_TCP, "93.184.216.34", 443, &o);
+	bench_one("allowed TCP (IPv4 LPM rule + flow update)", fp, VM_MAIN, &f, PASS);
+	f = ip4(IPPROTO_TCP, "1.1.1.1", 443, &o);
+	bench_one("refused TCP (no rule, denied log full)", fp, VM_MAIN, &f, SHOT);
+	f = ip4(IPPROTO_TCP, "192.168.1.1", 443, &o);
+	bench_one("refused TCP (built-in deny range)", fp, VM_MAIN, &f, SHOT);
+	f = ip4(IPPROTO_UDP, gw4, 53, &o);
+	bench_one("DNS to the gateway", fp, VM_MAIN, &f, PASS);
+	learn(VM_DYN, AF_INET, "203.0.113.50", 3600, EGRESS_P_TCP, NULL, 0);
+	f = ip4(IPPROTO_TCP, "203.0.113.50", 443, &o);
+	bench_one("allowed TCP (learned address)", fp, VM_DYN, &f, PASS);
+	f = ip6(IPPROTO_TCP, "2001:db8:1::80", 443, &o, 0, NULL);
+	bench_one("allowed TCP over IPv6 (LPM rule)", fp, VM_MAIN, &f, PASS);
+	f = arp(1, guest4, gw4, NULL);
+	bench_one("ARP for the gateway", fp, VM_MAIN, &f, PASS);
+	setup_vm(VM_LO, 0, 0);
+	f = ip4(IPPROTO_TCP, "93.184.216.34", 443, &o);
+	bench_one("host->guest counter (tap egress)", cp, VM_LO, &f, PASS);
 }
 
 int main(int argc, char **argv)
 {
 	struct egress_port_range web[] = { { 80, 80 }, { 443, 443 } };
 	struct egress_port_range pg[] = { { 5432, 5432 } };
-	uint8_t host[4];
+	uint8_t host[4], host6[16];
 	int err;
+
+	bool own_netns, bench_only = argc > 1 && !strcmp(argv[1], "--bench-only");
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (geteuid() != 0) {
 		printf("SKIP: loading BPF programs needs root\n");
 		return 77;
 	}
+	/*
+	 * A network namespace of our own: the host-address cases add
+	 * addresses, and egress_deny_host_addrs() must see only those.
+	 */
+	own_netns = !unshare(CLONE_NEWNET);
 	err = egress_open();
 	if (err) {
 		printf("SKIP: %s\n", husk_lasterr());
@@ -562,7 +1015,10 @@ int main(int argc, char **argv)
 	}
 	egress_set_event_cb(on_event, NULL);
 	err = setup_vm(VM_MAIN, 0, 0) ?: setup_vm(VM_SYN, 10, 0) ?:
-	      setup_vm(VM_BULK, 0, 10000);
+	      setup_vm(VM_BULK, 0, 10000) ?: setup_vm(VM_OPEN, 0, 0) ?:
+	      setup_vm(VM_DYN, 0, 0) ?: setup_vm(VM_OTHER, 0, 0) ?:
+	      setup_vm(VM_EXP, 0, 0) ?: setup_vm(VM_DENYLOG, 0, 0) ?:
+	      setup_vm_v6(VM_NOV6, 0, 0, false);
 	err = err ?: allow(VM_MAIN, AF_INET, "93.184.216.0", 24, EGRESS_P_TCP, web, 2);
 	err = err ?: allow(VM_MAIN, AF_INET, "8.8.8.8", 32, EGRESS_P_ANY, NULL, 0);
 	err = err ?: allow(VM_MAIN, AF_INET, "203.0.113.0", 24, EGRESS_P_ANY, NULL, 0);
@@ -572,13 +1028,33 @@ int main(int argc, char **argv)
 	err = err ?: allow(VM_MAIN, AF_INET6, "::", 0, EGRESS_P_UDP, pg, 1);
 	err = err ?: allow(VM_SYN, AF_INET, "93.184.216.0", 24, EGRESS_P_TCP, web, 2);
 	err = err ?: allow(VM_BULK, AF_INET, "93.184.216.0", 24, EGRESS_P_TCP, web, 2);
+	err = err ?: allow(VM_OPEN, AF_INET, "0.0.0.0", 0, EGRESS_P_ANY, NULL, 0);
+	err = err ?: allow(VM_OPEN, AF_INET6, "::", 0, EGRESS_P_ANY, NULL, 0);
+	err = err ?: allow(VM_OPEN, AF_INET6, "fd00:1::5", 128, EGRESS_P_TCP, NULL, 0);
+	err = err ?: allow(VM_NOV6, AF_INET6, "::", 0, EGRESS_P_ANY, NULL, 0);
+	err = err ?: allow(VM_MAIN, AF_INET6, "2001:db8:1:bad::7", 128, EGRESS_P_TCP,
+			   NULL, 0);
+	inet_pton(AF_INET6, "2001:db8:1:bad::", host6);
+	err = err ?: egress_deny_cidr(VM_MAIN, AF_INET6, host6, 64);
+	err = err ?: egress_deny_cidr(VM_OPEN, AF_INET6, host6, 64);
 	inet_pton(AF_INET, "198.51.100.7", host);
 	err = err ?: egress_deny_cidr(0, AF_INET, host, 32);
 	if (err) {
 		printf("FAIL: setup: %s\n", husk_lasterr());
 		return 1;
 	}
+	if (bench_only) {
+		bench();
+		egress_close();
+		return 0;
+	}
 	basic_cases();
+	ipv6_cases();
+	host_addr_cases(own_netns);
+	dyn_cases();
+	expiry_cases();
+	denied_log_cases();
+	in_counter_cases();
 	syn_flood();
 	bulk();
 	detach_case();

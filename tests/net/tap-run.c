@@ -6,7 +6,10 @@
  * virtio_net_hdr_v1, into the tap fd and reading the kernel's answers: ARP,
  * ICMP echo, and a UDP burst in each direction for a throughput figure.
  * Also checks name collisions, error messages (EEXIST, ENODEV, EPERM) and
- * that nothing is left when the fd is closed.
+ * that nothing is left when the fd is closed; the sweep of stale taps
+ * (netlink_del_stale_taps: only unlocked husk<slot> taps go); and that the
+ * egress filter's maps and programs die with a husk that is killed, or,
+ * when its tap survives it, with that tap.
  *
  * Run as root inside a scratch network namespace (tests/net/tap.test).
  * Exit 0 on success, 1 on failure, 77 if not root.
@@ -14,18 +17,25 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/if_tun.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
+
+#include "egress.h"
 #include "netlink.h"
 #include "netpool.h"
 #include "tap.h"
@@ -342,6 +352,248 @@ static void test_eperm(int ifindex)
 	      "unprivileged checks failed");
 }
 
+/* A persistent tap (outlives its fd), as a crashed or foreign owner leaves. */
+static int make_persistent(const char *name)
+{
+	struct ifreq ifr;
+	int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", name);
+	ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
+	if (ioctl(fd, TUNSETIFF, &ifr) < 0 || ioctl(fd, TUNSETPERSIST, 1) < 0) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	close(fd);
+	return netlink_ifindex(name);
+}
+
+static int lock_slot(const char *dir, unsigned slot)
+{
+	char path[256];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%u.lock", dir, slot);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int exists(const char *name)
+{
+	return netlink_ifindex(name) > 0;
+}
+
+/* netlink_del_stale_taps: only husk<slot> taps whose slot lock is free go. */
+static void test_stale(void)
+{
+	char dir[] = "/tmp/husk-stale-XXXXXX", path[300], live[IFNAMSIZ];
+	int pipefd[2], live_fd, own_lock, n, veth;
+	pid_t holder;
+	char c;
+
+	CHECK(mkdtemp(dir) != NULL, "mkdtemp: %s", strerror(errno));
+	veth = exists("husk8");	/* tap.test makes a veth of that name */
+	CHECK(make_persistent("husk5") > 0, "persistent husk5");
+	CHECK(make_persistent("husk6") > 0, "persistent husk6");
+	CHECK(make_persistent("husk7") > 0, "persistent husk7");
+	CHECK(make_persistent("husk-x") > 0, "persistent husk-x");
+	CHECK(make_persistent("husk012") > 0, "persistent husk012");
+	/* A live husk: its tap open, its slot locked (here, on another fd). */
+	live_fd = tap_open("husk3", live);
+	CHECK(live_fd >= 0, "tap_open(husk3): %s", husk_lasterr());
+	own_lock = lock_slot(dir, 3);
+	CHECK(own_lock >= 0, "lock slot 3");
+	/* Slot 6 locked by another process; slot 7's lock file exists, free. */
+	CHECK(pipe(pipefd) == 0, "pipe");
+	holder = fork();
+	if (holder == 0) {
+		int fd = lock_slot(dir, 6);
+
+		c = fd >= 0 ? 'y' : 'n';
+		if (write(pipefd[1], &c, 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	CHECK(read(pipefd[0], &c, 1) == 1 && c == 'y', "holder did not lock slot 6");
+	close(lock_slot(dir, 7));
+
+	n = netlink_del_stale_taps("husk", dir);
+	CHECK(n == 2, "first sweep deleted %d, want 2 (%s)", n, husk_lasterr());
+	CHECK(!exists("husk5"), "husk5 (no lock file) survived");
+	CHECK(!exists("husk7"), "husk7 (free lock) survived");
+	CHECK(exists("husk6"), "husk6 (locked by a live process) deleted");
+	CHECK(exists("husk3"), "husk3 (live tap, locked) deleted");
+	CHECK(exists("husk-x") && exists("husk012"), "a non-slot name was deleted");
+	CHECK(!veth || exists("husk8"), "the veth husk8 (not a tap) was deleted");
+	snprintf(path, sizeof(path), "%s/5.lock", dir);
+	CHECK(access(path, F_OK) == 0, "the sweep did not take slot 5's lock file");
+
+	/* The holder dies: its lock goes with it, and so does its tap now. */
+	kill(holder, SIGKILL);
+	waitpid(holder, NULL, 0);
+	n = netlink_del_stale_taps("husk", dir);
+	CHECK(n == 1 && !exists("husk6"), "second sweep deleted %d, want husk6", n);
+	n = netlink_del_stale_taps("husk", dir);
+	CHECK(n == 0, "third sweep deleted %d", n);
+	CHECK(netlink_del_stale_taps("", dir) == -EINVAL, "empty prefix accepted");
+	printf("ok: stale taps: only unlocked husk<slot> taps swept\n");
+
+	close(live_fd);
+	close(own_lock);
+	close(pipefd[0]);
+	close(pipefd[1]);
+	netlink_link_del("husk-x");
+	netlink_link_del("husk012");
+	for (n = 0; n < 10; n++) {
+		snprintf(path, sizeof(path), "%s/%d.lock", dir, n);
+		unlink(path);
+	}
+	rmdir(dir);
+}
+
+/* The ids of the filter program, the counter program and their maps. */
+struct bpf_ids {
+	uint32_t prog[2];
+	uint32_t map[16];
+	uint32_t nmaps;
+};
+
+static int prog_ids(int prog_fd, uint32_t *prog, uint32_t *maps, uint32_t *nmaps)
+{
+	struct bpf_prog_info info;
+	uint32_t len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	info.nr_map_ids = *nmaps;
+	info.map_ids = (uint64_t)(unsigned long)maps;
+	if (bpf_obj_get_info_by_fd(prog_fd, &info, &len))
+		return -errno;
+	*prog = info.id;
+	*nmaps = info.nr_map_ids < *nmaps ? info.nr_map_ids : *nmaps;
+	return 0;
+}
+
+/*
+ * A child that loads the filter, attaches it to ifindex (or to a tap of its
+ * own when ifindex is 0) and is then SIGKILLed: no cleanup at all.
+ */
+static int crashing_husk(int ifindex, struct bpf_ids *ids)
+{
+	int p[2], st;
+	pid_t pid;
+
+	if (pipe(p))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		struct egress_policy pol = { 0 };
+		struct bpf_ids me = { .nmaps = 16 };
+		uint32_t n2 = 16, m2[16];
+		char name[IFNAMSIZ];
+
+		close(p[0]);
+		if (!ifindex) {
+			if (tap_open("husk-m%d", name) < 0)
+				_exit(1);
+			ifindex = netlink_ifindex(name);
+		}
+		memcpy(pol.guest_mac, lease.mac, 6);
+		if (egress_open() || egress_attach(ifindex, &pol) ||
+		    prog_ids(egress_prog_fd(), &me.prog[0], me.map, &me.nmaps) ||
+		    prog_ids(egress_count_prog_fd(), &me.prog[1], m2, &n2))
+			_exit(1);
+		if (write(p[1], &me, sizeof(me)) != sizeof(me))
+			_exit(1);
+		raise(SIGKILL);
+	}
+	close(p[1]);
+	st = read(p[0], ids, sizeof(*ids)) == sizeof(*ids) ? 0 : -1;
+	close(p[0]);
+	waitpid(pid, NULL, 0);
+	return st;
+}
+
+/* How many of the ids still name a live program or map. */
+static int alive(const struct bpf_ids *ids)
+{
+	uint32_t i;
+	int n = 0, fd;
+
+	for (i = 0; i < 2; i++)
+		if ((fd = bpf_prog_get_fd_by_id(ids->prog[i])) >= 0) {
+			close(fd);
+			n++;
+		}
+	for (i = 0; i < ids->nmaps; i++)
+		if ((fd = bpf_map_get_fd_by_id(ids->map[i])) >= 0) {
+			close(fd);
+			n++;
+		}
+	return n;
+}
+
+/* The kernel frees programs and maps after an RCU grace period: wait a bit. */
+static int alive_after(const struct bpf_ids *ids, int ms)
+{
+	int n;
+
+	while ((n = alive(ids)) && ms > 0) {
+		usleep(20000);
+		ms -= 20;
+	}
+	return n;
+}
+
+/* "Stale map entries are not an issue": nothing outlives the process. */
+static void test_maps_die(void)
+{
+	char dir[] = "/tmp/husk-maps-XXXXXX";
+	struct bpf_ids ids;
+	int ifi, n;
+
+	if (crashing_husk(0, &ids)) {
+		CHECK(0, "child could not load and attach the egress filter");
+		return;
+	}
+	CHECK(ids.nmaps >= 8, "the filter uses only %u maps?", ids.nmaps);
+	n = alive_after(&ids, 3000);
+	CHECK(n == 0, "%d programs/maps outlived a killed husk and its tap", n);
+	printf("ok: killed husk: its %u maps and 2 programs are gone\n", ids.nmaps);
+
+	/* Its tap survives it (persistent): the tc filters keep them alive... */
+	CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+	ifi = make_persistent("husk9");
+	CHECK(ifi > 0, "persistent husk9");
+	if (ifi <= 0 || crashing_husk(ifi, &ids)) {
+		CHECK(0, "child could not attach to husk9");
+		netlink_link_del("husk9");
+		return;
+	}
+	usleep(300000);
+	n = alive(&ids);
+	CHECK(n == (int)ids.nmaps + 2, "with its tap alive %d of %u objects live", n,
+	      ids.nmaps + 2);
+	/* ... until the stale sweep deletes that tap. */
+	CHECK(netlink_del_stale_taps("husk", dir) == 1, "sweep: %s", husk_lasterr());
+	n = alive_after(&ids, 3000);
+	CHECK(n == 0, "%d programs/maps outlived the swept tap", n);
+	printf("ok: a surviving tap keeps them until the sweep deletes it\n");
+	snprintf(dir + strlen(dir), 8, "/9.lock");
+	unlink(dir);
+	*strrchr(dir, '/') = '\0';
+	rmdir(dir);
+}
+
 int main(void)
 {
 	struct netpool pool;
@@ -380,6 +632,8 @@ int main(void)
 	}
 	test_errors(name);
 	test_eperm(ifindex);
+	test_stale();
+	test_maps_die();
 	close(fd);
 	/* The tap is not persistent: gone with its fd, and its address with it. */
 	CHECK(netlink_ifindex(name) == -ENODEV, "%s still exists after close", name);

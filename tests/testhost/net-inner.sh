@@ -1,8 +1,10 @@
 #!/bin/sh
 # Inside the test host (real KVM, root): `husk run --net egress` against a
 # tiny HTTP server on a documentation address (198.51.100.1, TEST-NET-2,
-# never routed) owned by the test host itself.   net-inner.sh HUSK
-HUSK=$1
+# never routed) owned by the test host itself, and a stub upstream resolver
+# for husk's DNS proxy.   net-inner.sh HUSK DNS_STUB
+HUSK=$1 DNS_STUB=$2
+FAR=203.0.113.7		# TEST-NET-3: not a host address, nobody answers
 W=/tmp/net-inner
 SRV=198.51.100.1
 mkdir -p $W/www
@@ -56,14 +58,21 @@ has "the job got the file" $W/out "got-it"
 no_leftovers "after the allowed run"
 
 start=$(date +%s)
-run "without --allow the connection fails" 1 --net egress --json -- sh -c "$GET"
+run "without --allow the host's own address is refused" 1 --net egress --json -- sh -c "$GET"
 el=$(( $(date +%s) - start ))
 if [ $el -lt 60 ]; then ok "failed fast (${el}s)"; else bad "took ${el}s"; fi
 has "drops counted" $W/out '"drops":[1-9]'
-has "drops are not-allowed" $W/out '"not-allowed":[1-9]'
+has "the host address is in the deny list" $W/out '"deny-range":[1-9]'
 has "no anomaly in a normal run" $W/out '"anomaly":null'
-echo "JSON $(tail -n 1 $W/out)"
+has "denied destination listed" $W/out '"denied_destinations":\[{"address":"198.51.100.1","protocol":"tcp","port":8080,"reason":"deny-range"}'
 no_leftovers "after the denied run"
+
+run "an address nobody allowed is not reached" 1 --net egress --json \
+	-- sh -c "echo x | busybox nc -w 2 $FAR 80"
+has "drops are not-allowed" $W/out '"not-allowed":[1-9]'
+has "denied destination $FAR listed" $W/out "\"address\":\"$FAR\",\"protocol\":\"tcp\",\"port\":80,\"reason\":\"not-allowed\""
+echo "JSON $(tail -n 1 $W/out)"
+no_leftovers "after the not-allowed run"
 
 run "allowed port only: another port is dropped" 1 --net egress --json \
 	--allow $SRV/32:tcp:9999 -- sh -c "$GET"
@@ -93,6 +102,50 @@ if grep -q survived $W/out; then bad "the flood job finished"; else ok "the floo
 # Not a "JSON " line: net.test expects not-allowed drops in each of those.
 echo "anomaly record: $(tail -n 1 $W/out)"
 no_leftovers "after the anomaly run"
+
+# Domain allowlist: husk's DNS proxy on the gateway forwards only listed
+# names to the upstream (the stub) and opens the filter for their answers.
+: >$W/dns.log
+$DNS_STUB 127.0.0.1 5353 $W/dns.log web.test=$FAR &
+stub=$!
+sleep 0.5
+export HUSK_DNS_UPSTREAM=127.0.0.1:5353
+RESOLVE="busybox nslookup web.test; busybox nslookup secret-data.exfil.test; echo x | busybox nc -w 2 $FAR 80; true"
+run "--allow-host resolves its name and refuses others" 0 --net egress --json \
+	--allow-host web.test -- sh -c "$RESOLVE"
+has "the allowed name resolved" $W/out "$FAR"
+has "the unlisted name got NXDOMAIN" $W/out "NXDOMAIN"
+has "JSON counts the allowed query" $W/out '"dns":{"queries":[1-9][0-9]*,"allowed":[1-9]'
+has "JSON lists the refused name" $W/out '"refused_names":\[[^]]*"secret-data.exfil.test"'
+has "the resolved address passed the filter" $W/out '"not-allowed":0,'
+if grep -q "$FAR" $W/out && ! grep -q "\"address\":\"$FAR\"" $W/out; then
+	ok "the resolved address is not among the denied"
+else bad "resolved address denied or missing"; show $W/out; fi
+has "upstream saw the allowed name" $W/dns.log "^web.test "
+if grep -q exfil $W/dns.log; then bad "the refused name reached upstream"; show $W/dns.log
+else ok "the refused name never reached upstream"; fi
+seen=$(wc -l <$W/dns.log)
+run "without --allow-host every name is refused" 0 --net egress --json \
+	-- sh -c "busybox nslookup web.test; true"
+has "NXDOMAIN without an allowlist" $W/out "NXDOMAIN"
+has "JSON refused it" $W/out '"refused_names":\["web.test"\]'
+if [ "$(wc -l <$W/dns.log)" = "$seen" ]; then ok "nothing forwarded without an allowlist"
+else bad "upstream saw a query it should not have"; show $W/dns.log; fi
+kill $stub 2>/dev/null
+unset HUSK_DNS_UPSTREAM
+no_leftovers "after the DNS runs"
+
+# Bytes out past --egress-limit: the filter's event kills the VM.
+# (stdin held open: nc closes the connection at its stdin's EOF)
+sleep 120 | busybox nc -l -p 8082 >/dev/null &
+sink=$!
+sleep 0.3
+run "upload past --egress-limit is killed" 125 --net egress --json --egress-limit 20000 \
+	--allow $SRV/32:tcp:8082 -- sh -c "head -c 400000 /dev/zero | busybox nc -w 5 $SRV 8082; echo survived"
+has "stderr names the byte limit" $W/err "killed: egress anomaly (bytes out [0-9]* > 20000)"
+if grep -q survived $W/out; then bad "the upload job finished"; else ok "the upload job did not finish"; fi
+kill $sink 2>/dev/null
+no_leftovers "after the egress-limit run"
 
 run "--conn-rate without --net egress is a usage error" 2 --conn-rate 10 -- true
 run "--egress-limit without --net egress is a usage error" 2 --egress-limit 1000 -- true

@@ -25,5 +25,6 @@ Suite *proto_suite(void);
 Suite *tar_suite(void);
 Suite *dns_suite(void);
 Suite *dns_proxy_suite(void);
+Suite *cgroup_suite(void);
 
 #endif

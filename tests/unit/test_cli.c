@@ -3,11 +3,16 @@
  * "husk boot" option parsing: defaults, every option, the numeric ranges of
  * --mem/--vcpus/--timeout, required --kernel, unknown options, options
  * missing their value, stray arguments, the --json/--console rule,
- * --no-stdin and --help. Every rejection must be -EINVAL with a message
- * naming the problem.
+ * --no-stdin and --help; "husk run": transfers, network rules (--allow
+ * IPv4/IPv6, --allow-host, --deny, thresholds, all of them only with --net
+ * egress) and the jail options (--cpus, --pids-max, --uid-range,
+ * --no-jail). Every rejection must be -EINVAL with a message naming the
+ * problem.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
@@ -504,6 +509,8 @@ START_TEST(run_net)
 	ck_assert_int_eq(ro.net, RUN_NET_EGRESS);
 	ck_assert_uint_eq(ro.nr_allow, 4);
 	a = &ro.allow[0];
+	ck_assert_int_eq(a->family, AF_INET);
+	ck_assert_ptr_eq(run_cidr_addr(a), &a->addr);
 	ck_assert_uint_eq(ntohl(a->addr.s_addr), 0xc6336401);
 	ck_assert_uint_eq(a->prefixlen, 32);
 	ck_assert_uint_eq(a->protos, EGRESS_P_TCP);
@@ -540,7 +547,8 @@ END_TEST
 START_TEST(run_net_rejected)
 {
 	assert_rejected(RUN("--net", "bridge", "--", "x"), "none or egress");
-	assert_rejected(RUN("--allow", "10.0.0.0/8", "--", "x"), "needs --net egress");
+	assert_rejected(RUN("--allow", "10.0.0.0/8", "--", "x"), "--allow needs --net egress");
+	assert_rejected(RUN("--allow", "[2001:db8::]/32", "--", "x"), "--allow needs --net egress");
 	assert_rejected(RUN("--conn-rate", "10", "--", "x"), "--conn-rate needs --net egress");
 	assert_rejected(RUN("--net", "none", "--egress-limit", "10", "--", "x"),
 			"--egress-limit needs --net egress");
@@ -569,6 +577,312 @@ START_TEST(run_net_rejected)
 	BAD_ALLOW("10.0.0.0/8:tcp:a", "ports");
 	BAD_ALLOW("10.0.0.0/8:tcp:1,2,3,4,5,6,7,8,9", "port ranges");
 #undef BAD_ALLOW
+}
+END_TEST
+
+START_TEST(run_net_ipv6)
+{
+	const struct run_allow *a;
+	struct in6_addr want;
+
+	ck_assert_int_eq(RUN("--net", "egress", "--allow", "[2001:db8::]/32:tcp:443",
+			     "--allow", "[::]/0", "--allow", "[2001:db8:0:1::5]/128:udp:53,5000-5010",
+			     "--allow", "[fd00::]/8:icmp", "--", "true"), 0);
+	ck_assert_uint_eq(ro.nr_allow, 4);
+	a = &ro.allow[0];
+	ck_assert_int_eq(a->family, AF_INET6);
+	ck_assert_ptr_eq(run_cidr_addr(a), &a->addr6);
+	inet_pton(AF_INET6, "2001:db8::", &want);
+	ck_assert_mem_eq(&a->addr6, &want, 16);
+	ck_assert_uint_eq(a->addr.s_addr, 0);
+	ck_assert_uint_eq(a->prefixlen, 32);
+	ck_assert_uint_eq(a->protos, EGRESS_P_TCP);
+	ck_assert_uint_eq(a->nports, 1);
+	ck_assert_uint_eq(a->ports[0].lo, 443);
+	a = &ro.allow[1];
+	ck_assert_int_eq(a->family, AF_INET6);
+	ck_assert_uint_eq(a->prefixlen, 0);
+	ck_assert_uint_eq(a->protos, EGRESS_P_ANY);
+	a = &ro.allow[2];
+	ck_assert_uint_eq(a->prefixlen, 128);
+	ck_assert_uint_eq(a->protos, EGRESS_P_UDP);
+	ck_assert_uint_eq(a->nports, 2);
+	ck_assert_uint_eq(a->ports[1].hi, 5010);
+	ck_assert_uint_eq(ro.allow[3].protos, EGRESS_P_ICMP);
+	ck_assert_uint_eq(ro.allow[3].prefixlen, 8);
+	/* IPv4 and IPv6 side by side. */
+	ck_assert_int_eq(RUN("--net", "egress", "--allow", "192.0.2.0/24",
+			     "--allow", "[2001:db8::1]/128", "--", "true"), 0);
+	ck_assert_int_eq(ro.allow[0].family, AF_INET);
+	ck_assert_int_eq(ro.allow[1].family, AF_INET6);
+}
+END_TEST
+
+START_TEST(run_net_ipv6_rejected)
+{
+#define BAD_ALLOW(v, why) \
+	assert_rejected(RUN("--net", "egress", "--allow", v, "--", "x"), why)
+	/* Unbracketed IPv6: the colons would be read as :PROTO:PORTS. */
+	BAD_ALLOW("2001:db8::/32:tcp:443", "write an IPv6 address in brackets: [2001:db8::]/32");
+	BAD_ALLOW("2001:db8::/32", "in brackets");
+	BAD_ALLOW("::/0", "in brackets");
+	BAD_ALLOW("[2001:db8::/32]", "CIDR");
+	BAD_ALLOW("[2001:db8::]", "CIDR");
+	BAD_ALLOW("[2001:db8::]:tcp:443", "CIDR");
+	BAD_ALLOW("[2001:db8::]/129", "CIDR");
+	BAD_ALLOW("[2001:db8::]/", "CIDR");
+	BAD_ALLOW("[]/0", "CIDR");
+	BAD_ALLOW("[10.0.0.0]/8", "CIDR");
+	BAD_ALLOW("[2001:db8::g]/32", "CIDR");
+	BAD_ALLOW("[2001:db8::1]/64", "host bits set after /64");
+	BAD_ALLOW("[2001:db8::]/32:sctp", "protocol");
+	BAD_ALLOW("[2001:db8::]/32:icmp:1", "icmp has no ports");
+	BAD_ALLOW("[2001:db8::]/32:tcp:0", "ports");
+#undef BAD_ALLOW
+}
+END_TEST
+
+START_TEST(run_deny)
+{
+	struct in6_addr want;
+
+	ck_assert_int_eq(RUN("--net", "egress", "--", "true"), 0);
+	ck_assert_uint_eq(ro.nr_deny, 0);
+	ck_assert_int_eq(RUN("--net", "egress", "--allow", "203.0.113.0/24", "--deny",
+			     "203.0.113.128/25", "--deny", "[2001:db8:bad::]/48",
+			     "--deny=0.0.0.0/0", "--", "true"), 0);
+	ck_assert_uint_eq(ro.nr_deny, 3);
+	ck_assert_int_eq(ro.deny[0].family, AF_INET);
+	ck_assert_uint_eq(ntohl(ro.deny[0].addr.s_addr), 0xcb007180);
+	ck_assert_uint_eq(ro.deny[0].prefixlen, 25);
+	ck_assert_ptr_eq(run_cidr_addr(&ro.deny[0]), &ro.deny[0].addr);
+	ck_assert_int_eq(ro.deny[1].family, AF_INET6);
+	inet_pton(AF_INET6, "2001:db8:bad::", &want);
+	ck_assert_mem_eq(&ro.deny[1].addr6, &want, 16);
+	ck_assert_uint_eq(ro.deny[1].prefixlen, 48);
+	ck_assert_ptr_eq(run_cidr_addr(&ro.deny[1]), &ro.deny[1].addr6);
+	ck_assert_uint_eq(ro.deny[2].prefixlen, 0);
+	/* Same address, other length: not a contradiction. */
+	ck_assert_int_eq(RUN("--net", "egress", "--allow", "10.0.0.0/8", "--deny",
+			     "10.0.0.0/16", "--", "true"), 0);
+}
+END_TEST
+
+START_TEST(run_deny_rejected)
+{
+	assert_rejected(RUN("--deny", "10.0.0.0/8", "--", "x"), "--deny needs --net egress");
+	assert_rejected(RUN("--net", "none", "--deny", "10.0.0.0/8", "--", "x"),
+			"--deny needs --net egress");
+#define BAD_DENY(v, why) \
+	assert_rejected(RUN("--net", "egress", "--deny", v, "--", "x"), why)
+	BAD_DENY("10.0.0.1", "--deny 10.0.0.1: needs a CIDR");
+	BAD_DENY("10.0.0.1/8", "host bits");
+	BAD_DENY("10.0.0.0/8:tcp", "CIDR");
+	BAD_DENY("fc00::/7", "in brackets");
+	BAD_DENY("[fc00::]/7:tcp", "CIDR");
+	BAD_DENY("[fc00::1]/7", "host bits");
+	BAD_DENY("", "CIDR");
+#undef BAD_DENY
+	assert_rejected(RUN("--net", "egress", "--allow", "198.51.100.0/24:tcp:443", "--deny",
+			    "198.51.100.0/24", "--", "x"), "name the same prefix");
+	assert_rejected(RUN("--net", "egress", "--deny", "[2001:db8::]/32", "--allow",
+			    "[2001:db8::]/32", "--", "x"), "name the same prefix");
+}
+END_TEST
+
+START_TEST(run_allow_host)
+{
+	ck_assert_int_eq(RUN("--net", "egress", "--", "true"), 0);
+	ck_assert_uint_eq(ro.nr_allow_host, 0);
+	ck_assert_int_eq(RUN("--net", "egress", "--allow-host", "example.com", "--allow-host",
+			     "*.pypi.org", "--allow-host=files.pythonhosted.org.",
+			     "--allow-host", "_srv.x-y.Example.NET", "--", "true"), 0);
+	ck_assert_uint_eq(ro.nr_allow_host, 4);
+	ck_assert_str_eq(ro.allow_host[0], "example.com");
+	ck_assert_str_eq(ro.allow_host[1], "*.pypi.org");
+	ck_assert_str_eq(ro.allow_host[2], "files.pythonhosted.org.");
+	ck_assert_str_eq(ro.allow_host[3], "_srv.x-y.Example.NET");
+}
+END_TEST
+
+START_TEST(run_allow_host_rejected)
+{
+	static const char *const bad[] = {
+		"", "*", "*.", "ex ample.com", "a..b", ".example.com", "*example.com",
+		"a.*.example.com", "example.com..", "bad/name", "üñí.com",
+		"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.com",
+	};
+	unsigned i;
+
+	assert_rejected(RUN("--allow-host", "example.com", "--", "x"),
+			"--allow-host needs --net egress");
+	assert_rejected(RUN("--net", "none", "--allow-host", "example.com", "--", "x"),
+			"--allow-host needs --net egress");
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int ret = RUN("--net", "egress", "--allow-host", bad[i], "--", "x");
+
+		ck_assert_msg(ret == -EINVAL, "--allow-host '%s' accepted", bad[i]);
+		ck_assert_msg(strstr(husk_lasterr(), "must be a domain name"),
+			      "'%s': %s", bad[i], husk_lasterr());
+	}
+	assert_rejected(RUN("--net", "egress", "--allow-host", "192.0.2.1", "--", "x"),
+			"is an address, not a name: use --allow ADDRESS/32");
+	assert_rejected(RUN("--net", "egress", "--allow-host", "2001:db8::1", "--", "x"),
+			"is an address");
+}
+END_TEST
+
+START_TEST(run_allow_host_limit)
+{
+	const char *args[2 * RUN_MAX_ALLOW_HOST + 8];
+	char names[RUN_MAX_ALLOW_HOST + 1][16];
+	int n = 0, i, argc;
+
+	args[n++] = "run";
+	args[n++] = "--net";
+	args[n++] = "egress";
+	for (i = 0; i <= RUN_MAX_ALLOW_HOST; i++) {
+		snprintf(names[i], sizeof(names[i]), "h%d.example", i);
+		args[n++] = "--allow-host";
+		args[n++] = names[i];
+	}
+	args[n++] = "x";
+	args[n] = NULL;
+	/* Too many words for make_argv's store: hand getopt the array itself. */
+	argc = n;
+	optind = 0;
+	ck_assert_int_eq(cli_parse_run(argc, (char **)args, &ro), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "more than 64 --allow-host"));
+	args[n - 3] = "x";
+	args[n - 2] = NULL;
+	ck_assert_int_eq(cli_parse_run(n - 2, (char **)args, &ro), 0);
+	ck_assert_uint_eq(ro.nr_allow_host, RUN_MAX_ALLOW_HOST);
+}
+END_TEST
+
+START_TEST(run_jail_defaults)
+{
+	ck_assert_int_eq(RUN("--", "true"), 0);
+	ck_assert_uint_eq(ro.cpu_milli, RUN_DEFAULT_CPU_MILLI);
+	ck_assert_uint_eq(ro.cpu_milli, 500);
+	ck_assert_uint_eq(ro.pids_max, RUN_DEFAULT_PIDS_MAX);
+	ck_assert_uint_ge(ro.pids_max, 16);
+	ck_assert_uint_eq(ro.uid_base, 200000);
+	ck_assert_uint_eq(ro.uid_count, 4096);
+	ck_assert(!ro.no_jail);
+	ck_assert_int_eq(RUN("--no-jail", "--", "true"), 0);
+	ck_assert(ro.no_jail);
+	ck_assert_ptr_nonnull(strstr(cli_run_usage, "--cpus N"));
+	ck_assert_ptr_nonnull(strstr(cli_run_usage, "(default 0.5)"));
+	ck_assert_ptr_nonnull(strstr(cli_run_usage, "(default 128)"));
+	ck_assert_ptr_nonnull(strstr(cli_run_usage, "(default 200000:4096)"));
+	ck_assert_ptr_nonnull(strstr(cli_run_usage, "--no-jail"));
+	ck_assert_ptr_nonnull(strstr(cli_run_usage, "[2001:db8::]/32:tcp:443"));
+}
+END_TEST
+
+START_TEST(run_cpus)
+{
+	static const struct { const char *v; const char *vcpus; unsigned milli; } good[] = {
+		{ "0.5", "1", 500 }, { "1", "1", 1000 }, { "0.01", "1", 10 },
+		{ "0.015", "1", 15 }, { "1.0", "1", 1000 }, { "0.999", "1", 999 },
+		{ "4", "4", 4000 }, { "2.25", "4", 2250 }, { "32", "32", 32000 },
+		{ "007.5", "8", 7500 },
+	};
+	unsigned i;
+
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		ck_assert_msg(RUN("--vcpus", good[i].vcpus, "--cpus", good[i].v, "--", "x") == 0,
+			      "--cpus %s: %s", good[i].v, husk_lasterr());
+		ck_assert_uint_eq(ro.cpu_milli, good[i].milli);
+	}
+	/* --vcpus may come after --cpus. */
+	ck_assert_int_eq(RUN("--cpus", "3", "--vcpus", "3", "--", "x"), 0);
+	ck_assert_uint_eq(ro.cpu_milli, 3000);
+}
+END_TEST
+
+START_TEST(run_cpus_rejected)
+{
+	static const char *const bad[] = {
+		"0", "0.0", "0.009", "0.0125", "", "abc", ".5", "1.", "-1", "+1", "1e3",
+		"1,5", "0x1", "33", "32.001", "99999999999999999999", " 1", "1 ",
+	};
+	unsigned i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int ret = RUN("--vcpus", "32", "--cpus", bad[i], "--", "x");
+
+		ck_assert_msg(ret == -EINVAL, "--cpus '%s' accepted", bad[i]);
+		ck_assert_msg(strstr(husk_lasterr(), "--cpus") &&
+			      strstr(husk_lasterr(), "0.01..32"),
+			      "--cpus '%s': %s", bad[i], husk_lasterr());
+	}
+	assert_rejected(RUN("--cpus", "2", "--", "x"),
+			"--cpus 2.000 is more than the VM's 1 vCPU(s) can use");
+	assert_rejected(RUN("--vcpus", "4", "--cpus", "4.001", "--", "x"), "4 vCPU(s)");
+	assert_rejected(RUN("--cpus", "--", "x"), "--cpus '--'");
+}
+END_TEST
+
+START_TEST(run_pids_max)
+{
+	ck_assert_int_eq(RUN("--pids-max", "16", "--", "x"), 0);
+	ck_assert_uint_eq(ro.pids_max, 16);
+	ck_assert_int_eq(RUN("--pids-max", "4194304", "--", "x"), 0);
+	ck_assert_uint_eq(ro.pids_max, 4194304);
+	ck_assert_int_eq(RUN("--vcpus", "32", "--pids-max", "40", "--", "x"), 0);
+	assert_rejected(RUN("--pids-max", "15", "--", "x"), "--pids-max '15' is not a number in 16..4194304");
+	assert_rejected(RUN("--pids-max", "0", "--", "x"), "--pids-max");
+	assert_rejected(RUN("--pids-max", "4194305", "--", "x"), "--pids-max");
+	assert_rejected(RUN("--pids-max", "many", "--", "x"), "--pids-max");
+	assert_rejected(RUN("--pids-max", "-20", "--", "x"), "--pids-max");
+	assert_rejected(RUN("--vcpus", "32", "--pids-max", "39", "--", "x"),
+			"--pids-max 39 is too small for 32 vCPU(s)");
+	assert_rejected(RUN("--pids-max", "20", "--vcpus", "13", "--", "x"), "too small");
+}
+END_TEST
+
+START_TEST(run_uid_range)
+{
+	ck_assert_int_eq(RUN("--uid-range", "100000:65536", "--", "x"), 0);
+	ck_assert_uint_eq(ro.uid_base, 100000);
+	ck_assert_uint_eq(ro.uid_count, 65536);
+	ck_assert_int_eq(RUN("--uid-range", "1:1", "--", "x"), 0);
+	ck_assert_uint_eq(ro.uid_base, 1);
+	ck_assert_uint_eq(ro.uid_count, 1);
+	ck_assert_int_eq(RUN("--uid-range", "4294967294:1", "--", "x"), 0);
+	ck_assert_uint_eq(ro.uid_base, 4294967294u);
+	ck_assert_int_eq(RUN("--uid-range", "65535:10", "--", "x"), 0);
+	ck_assert_int_eq(RUN("--uid-range", "1000:64534", "--", "x"), 0);
+	ck_assert_uint_eq(ro.uid_base + ro.uid_count - 1, 65533);
+}
+END_TEST
+
+START_TEST(run_uid_range_rejected)
+{
+	static const char *const bad[] = {
+		"0:10", "200000", "200000:", ":4096", "200000:0", "a:b", "-1:5", "5:-1",
+		"4294967295:1", "4294967296:1", "1:4294967295", "200000:4096:1", " 1:1", "",
+		"99999999999999999999999:1",
+	};
+	unsigned i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int ret = RUN("--uid-range", bad[i], "--", "x");
+
+		ck_assert_msg(ret == -EINVAL, "--uid-range '%s' accepted", bad[i]);
+		ck_assert_msg(strstr(husk_lasterr(), "--uid-range"), "'%s': %s", bad[i],
+			      husk_lasterr());
+	}
+	assert_rejected(RUN("--uid-range", "0:10", "--", "x"), "never root");
+	assert_rejected(RUN("--uid-range", "4294967294:2", "--", "x"), "runs past uid 4294967294");
+	assert_rejected(RUN("--uid-range", "4000000000:294967296", "--", "x"), "runs past");
+	assert_rejected(RUN("--uid-range", "60000:10000", "--", "x"), "uid 65534 (nobody)");
+	assert_rejected(RUN("--uid-range", "65534:1", "--", "x"), "nobody");
+	assert_rejected(RUN("--uid-range", "1000:64535", "--", "x"), "nobody");
+	/* A flag given a value. */
+	ck_assert_int_eq(RUN("--no-jail=1", "--", "x"), -EINVAL);
 }
 END_TEST
 
@@ -634,6 +948,19 @@ Suite *cli_suite(void)
 	tcase_add_test(tc, run_workspace_paths);
 	tcase_add_test(tc, run_net);
 	tcase_add_test(tc, run_net_rejected);
+	tcase_add_test(tc, run_net_ipv6);
+	tcase_add_test(tc, run_net_ipv6_rejected);
+	tcase_add_test(tc, run_deny);
+	tcase_add_test(tc, run_deny_rejected);
+	tcase_add_test(tc, run_allow_host);
+	tcase_add_test(tc, run_allow_host_rejected);
+	tcase_add_test(tc, run_allow_host_limit);
+	tcase_add_test(tc, run_jail_defaults);
+	tcase_add_test(tc, run_cpus);
+	tcase_add_test(tc, run_cpus_rejected);
+	tcase_add_test(tc, run_pids_max);
+	tcase_add_test(tc, run_uid_range);
+	tcase_add_test(tc, run_uid_range_rejected);
 	suite_add_tcase(s, tc);
 	return s;
 }
