@@ -7,7 +7,9 @@
  * and dropped instead of reaching a callback whose state is gone.
  */
 #include <errno.h>
+#include <semaphore.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -15,9 +17,18 @@
 #include <unistd.h>
 
 #include "evloop.h"
+#include "seccomp.h"
 #include "util.h"
 
 #define EVLOOP_BATCH 32
+
+/* evloop_start() waits on this (on its stack) until the thread is confined. */
+struct loop_start {
+	struct evloop *el;
+	sem_t ready;
+	int err;
+	char msg[256];
+};
 
 static uint64_t cookie(int fd, uint32_t gen)
 {
@@ -161,12 +172,21 @@ static bool run_batch(struct evloop *el, int timeout_ms)
 
 static void *loop_thread(void *arg)
 {
-	struct evloop *el = arg;
+	struct loop_start *st = arg;
+	struct evloop *el = st->el;
 	sigset_t all;
+	int err = 0;
 
 	/* Signals belong to the main thread (signalfd) and the vCPUs (kick). */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	/* After the mask: installing unblocks SIGSYS for the violation report. */
+	if (el->seccomp && (err = seccomp_install(SECCOMP_KIND_EVLOOP)))
+		snprintf(st->msg, sizeof(st->msg), "%s", husk_lasterr());
+	st->err = err;
+	sem_post(&st->ready);	/* st is gone from here on */
+	if (err)
+		return NULL;
 	while (!run_batch(el, -1))
 		;
 	/*
@@ -180,13 +200,24 @@ static void *loop_thread(void *arg)
 
 int evloop_start(struct evloop *el)
 {
+	struct loop_start st = { .el = el };
 	int err;
 
 	if (el->running)
 		return 0;
-	err = pthread_create(&el->thread, NULL, loop_thread, el);
-	if (err)
+	sem_init(&st.ready, 0, 0);
+	err = pthread_create(&el->thread, NULL, loop_thread, &st);
+	if (err) {
+		sem_destroy(&st.ready);
 		return husk_seterr(err, "cannot start the device event loop: %s", strerror(err));
+	}
+	while (sem_wait(&st.ready) < 0 && errno == EINTR)
+		;
+	sem_destroy(&st.ready);
+	if (st.err) {
+		pthread_join(el->thread, NULL);
+		return husk_seterr(st.err, "device event loop: %s", st.msg);
+	}
 	el->running = true;
 	return 0;
 }

@@ -30,6 +30,12 @@ struct evloop {
 	struct evloop_reg *regs;	/* indexed by fd */
 	unsigned nregs;
 	bool inited;
+	/*
+	 * Set between evloop_init() and evloop_start(): the loop thread
+	 * confines itself (SECCOMP_KIND_EVLOOP) before serving anything, and
+	 * evloop_start() fails if it could not.
+	 */
+	bool seccomp;
 };
 
 /* A zeroed struct evloop is safe to evloop_free() even if init never ran. */

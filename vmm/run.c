@@ -31,8 +31,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "config.h"
 #include "egress.h"
+#include "jail.h"
 #include "json.h"
 #include "kvm.h"
 #include "run_int.h"
@@ -56,9 +58,14 @@ struct sup {
 	char kernel[PATH_MAX], rootfs[PATH_MAX];
 	struct run_files files;
 	struct run_egress *net;
+	struct husk_cgroup cg;
+	bool cg_on;
 	int tap_fd, console_fd, chan, sfd, pidfd;
 	uint8_t mac[6];
 	const struct netpool_lease *lease;
+	bool jail;			/* full jail for the VM process */
+	uid_t uid;			/* its uid (= gid) when jailed */
+	int uid_lock;			/* flock'ed lease of uid */
 	pid_t pid;
 	int wstatus;
 	bool exited;
@@ -221,21 +228,27 @@ static int spawn_vm(struct sup *S, uint64_t start)
 	memcpy(a.mac, S->mac, sizeof(a.mac));
 	a.lease = S->lease;
 
+	a.jail = S->jail;
+	a.uid = S->uid;
+	a.gid = S->uid;
+
 	fflush(NULL);
-	S->pid = fork();
+	S->pid = S->o->no_jail ? fork() : jail_fork(JAIL_NEWNET);
 	if (S->pid < 0) {
 		close(sv[0]);
 		close(sv[1]);
 		return husk_seterr(errno, "cannot fork the VM process: %s", strerror(errno));
 	}
 	if (S->pid == 0) {
-		/* Dies with the supervisor, whatever kills it. */
+		int keep[] = { sv[1], a.put_fd, a.console_fd, a.tap_fd };
+
+		/* Dies with the supervisor, whatever kills it (jail_fork does it too). */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() == 1)
+		/* Nothing of the supervisor's: locks, maps, netlink, the user's dirs. */
+		if (jail_close_fds(keep, sizeof(keep) / sizeof(keep[0]))) {
+			husk_msg("%s", husk_lasterr());
 			_exit(1);
-		close(sv[0]);
-		if (S->sfd >= 0)
-			close(S->sfd);
+		}
 		_exit(run_vm_main(&a));
 	}
 	close(sv[1]);
@@ -249,6 +262,10 @@ static int spawn_vm(struct sup *S, uint64_t start)
 	S->pidfd = syscall(SYS_pidfd_open, S->pid, 0);
 	if (S->pidfd < 0)
 		return husk_seterr(errno, "pidfd_open: %s", strerror(errno));
+	/* Before it maps guest RAM: memory charges stay where they were made. */
+	if (S->cg_on && cgroup_attach(&S->cg, S->pid))
+		return husk_seterr(EIO, "cannot put the VM process in its cgroup: %s",
+				   husk_lasterr());
 	if (send(S->chan, &go, sizeof(go), MSG_NOSIGNAL) != sizeof(go))
 		return husk_seterr(errno, "cannot start the VM process: %s", strerror(errno));
 	return 0;
@@ -381,6 +398,87 @@ static int exit_status(const struct run_result *r)
 	}
 }
 
+/* ---- the VM process's jail (jail.h) ---- */
+
+/*
+ * As root: a uid of its own from --uid-range and the runtime directory
+ * prepared for it. Otherwise jail_fork/jail_enter do what they can and
+ * say what is missing.
+ */
+static int setup_jail(struct sup *S)
+{
+	const struct run_opts *o = S->o;
+	int err;
+
+	if (o->no_jail) {
+		husk_msg("warning: --no-jail: the VM process runs with husk's privileges, in "
+			 "the host's namespaces, without seccomp");
+		return 0;
+	}
+	if (!jail_privileged(NULL, 0))
+		return 0;
+	err = jail_uid_lease(o->uid_base, o->uid_count, &S->uid, &S->uid_lock);
+	if (!err)
+		err = jail_prepare_dir(S->dir, S->uid, S->uid);
+	if (err)
+		return err;
+	S->jail = true;
+	return 0;
+}
+
+/* ---- the VM process's cgroup ---- */
+
+/*
+ * CPU quota, memory (guest RAM + bounded overhead, no swap) and tasks. A
+ * host without the controllers (or without root) runs the VM uncapped and
+ * says so; the JSON record shows "cgroup": null.
+ */
+static void setup_cgroup(struct sup *S)
+{
+	const struct run_opts *o = S->o;
+	struct cgroup_limits l;
+	int n;
+
+	n = cgroup_clean_stale();
+	if (n > 0)
+		husk_debug("removed %d stale cgroup(s)", n);
+	cgroup_limits_for_vm(&l, o->mem_mib << 20, o->vcpus);
+	if (o->cpu_milli)
+		l.cpu_milli = o->cpu_milli;
+	if (o->pids_max)
+		l.pids = o->pids_max;
+	if (cgroup_create(&S->cg, &l)) {
+		husk_msg("warning: the VM runs without a cgroup (no CPU, memory or task "
+			 "limits on the host): %s", husk_lasterr());
+		return;
+	}
+	S->cg_on = true;
+}
+
+static void teardown_cgroup(struct sup *S)
+{
+	struct run_result *r = S->r;
+	struct cgroup_usage u;
+
+	if (!S->cg_on)
+		return;
+	r->cg_on = true;
+	snprintf(r->cg_mode, sizeof(r->cg_mode), "%s", cgroup_mode_name(&S->cg));
+	if (!cgroup_read_usage(&S->cg, &u)) {
+		r->cg_have = u.have;
+		r->cg_cpu_us = u.cpu_us;
+		r->cg_throttled_us = u.cpu_throttled_us;
+		r->cg_mem_peak = u.mem_peak_bytes;
+		r->cg_oom_kills = u.oom_kills;
+		if (u.oom_kills && !r->job_exited)
+			snprintf(r->error, sizeof(r->error), "the VM process exceeded its memory "
+				 "limit on the host and was killed (cgroup OOM)");
+	}
+	if (cgroup_destroy(&S->cg))
+		husk_msg("warning: %s", husk_lasterr());
+	S->cg_on = false;
+}
+
 /* ---- the run ---- */
 
 static int prepare(struct sup *S)
@@ -416,6 +514,10 @@ static int prepare(struct sup *S)
 		if (err)
 			return err;
 	}
+	setup_cgroup(S);
+	err = setup_jail(S);
+	if (err)
+		return err;
 	S->sfd = stop_signalfd();
 	return 0;
 }
@@ -430,7 +532,7 @@ int run_job(const struct run_opts *o, uint64_t start, struct run_result *r)
 	memset(&S, 0, sizeof(S));
 	S.o = o;
 	S.r = r;
-	S.dir_lock = S.tap_fd = S.console_fd = S.chan = S.sfd = S.pidfd = -1;
+	S.dir_lock = S.tap_fd = S.console_fd = S.chan = S.sfd = S.pidfd = S.uid_lock = -1;
 	run_files_init(&S.files, o);
 	S.sh = mmap(NULL, sizeof(*S.sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
 		    -1, 0);
@@ -458,6 +560,7 @@ int run_job(const struct run_opts *o, uint64_t start, struct run_result *r)
 	if (!S.pid)
 		r->reason = VM_STOP_HOST_ERROR;
 	run_net_teardown(S.net, r);
+	teardown_cgroup(&S);
 	r->exit_code = exit_status(r);
 	commit = r->job_exited && !r->error[0] &&
 		 (o->get_always || (r->exit_code == 0 && !r->timed_out));
@@ -473,9 +576,31 @@ int run_job(const struct run_opts *o, uint64_t start, struct run_result *r)
 	if (S.sfd >= 0)
 		close(S.sfd);
 	remove_rundir(&S);
+	if (S.uid_lock >= 0)
+		close(S.uid_lock);	/* the VM process is reaped: the uid is free */
+	r->jail_uid = S.jail ? S.uid : 0;
 	munmap(S.sh, sizeof(*S.sh));
 	r->t_teardown = now_us() - start;
 	return r->exit_code;
+}
+
+/* "cgroup": the VM process's group on the host and what it used. */
+static void print_cgroup(FILE *f, const struct run_result *r)
+{
+	if (!r->cg_on) {
+		fputs(",\"cgroup\":null", f);
+		return;
+	}
+	fprintf(f, ",\"cgroup\":{\"mode\":\"%s\"", r->cg_mode);
+	if (r->cg_have & CGROUP_USAGE_CPU)
+		fprintf(f, ",\"cpu_us\":%llu", (unsigned long long)r->cg_cpu_us);
+	if (r->cg_have & CGROUP_USAGE_THROTTLED)
+		fprintf(f, ",\"cpu_throttled_us\":%llu", (unsigned long long)r->cg_throttled_us);
+	if (r->cg_have & CGROUP_USAGE_MEM_PEAK)
+		fprintf(f, ",\"memory_peak_bytes\":%llu", (unsigned long long)r->cg_mem_peak);
+	if (r->cg_have & CGROUP_USAGE_OOM)
+		fprintf(f, ",\"oom_kills\":%llu", (unsigned long long)r->cg_oom_kills);
+	fputc('}', f);
 }
 
 /* "denied_destinations": the first distinct ones the filter refused. */
@@ -553,6 +678,12 @@ void run_print_json(const struct run_result *r)
 		r->files_committed ? "true" : "false", (unsigned long long)r->start_epoch_us,
 		(long long)r->t_first_run, (long long)r->t_init, (long long)r->t_job_start,
 		(long long)r->t_job_end, (long long)r->t_exit, (long long)r->t_teardown);
+	fprintf(f, ",\"jail\":{\"confined\":%s,\"uid\":", r->jailed ? "true" : "false");
+	if (r->jailed)
+		fprintf(f, "%u}", r->jail_uid);
+	else
+		fputs("null}", f);
+	print_cgroup(f, r);
 	if (r->net) {
 		const struct egress_counters *c = &r->net_ctr;
 		unsigned i;

@@ -43,6 +43,12 @@ struct run_result {
 	char anomaly[256];		/* why the egress filter killed the VM, or "" */
 	struct egress_denied_dst denied[RUN_DENIED_KEEP];	/* first distinct ones */
 	unsigned nr_denied;
+	bool jailed;			/* the VM process entered the full jail */
+	unsigned jail_uid;
+	bool cg_on;			/* the VM process had a cgroup */
+	char cg_mode[8];		/* "v1", "v2", "mixed" */
+	unsigned cg_have;		/* CGROUP_USAGE_* valid below */
+	uint64_t cg_cpu_us, cg_throttled_us, cg_mem_peak, cg_oom_kills;
 	bool dns_on;			/* the DNS proxy ran; dns is valid */
 	struct dns_proxy_stats dns;
 	char dns_refused[RUN_DNS_REFUSED_KEEP][256];	/* first distinct names refused */

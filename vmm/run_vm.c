@@ -25,8 +25,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "jail.h"
 #include "proto.h"
 #include "run_int.h"
+#include "seccomp.h"
 #include "util.h"
 
 #define BOOT_ALLOWANCE_US (60ull * 1000000)	/* boot + teardown beyond --timeout */
@@ -458,6 +460,35 @@ static void event_loop(struct rvm *R)
 	}
 }
 
+/*
+ * pivot_root into the runtime directory, the run's own uid, no
+ * capabilities, no_new_privs, rlimits. Threads come after: the mount
+ * namespace, capabilities and no_new_privs are per thread.
+ */
+static int enter_jail(struct rvm *R)
+{
+	const struct run_vm_args *a = R->a;
+	struct jail_cfg c = {
+		.root = a->root,
+		.uid = a->uid,
+		.gid = a->gid,
+		.nofile = 1024,			/* vsock connections, eventfds, KVM fds */
+		.fsize = 256ull << 20,		/* the console log is capped at 64 MiB */
+		.nproc = R->o->vcpus + 8,	/* main, device loop, vCPUs, slack */
+	};
+	int err;
+
+	if (!a->jail) {
+		/* Not privileged: jail_enter applies what it can and says what not. */
+		c.uid = c.gid = 0;
+	}
+	err = jail_enter(&c);
+	if (err < 0)
+		return err;
+	R->r->jailed = err == 0;
+	return 0;
+}
+
 /* Wait for the supervisor's go (it has put this process in its cgroup). */
 static int wait_go(int chan)
 {
@@ -501,9 +532,19 @@ static int setup(struct rvm *R)
 	cfg.mem_bytes = o->mem_mib << 20;
 	cfg.nr_vcpus = o->vcpus;
 	cfg.console_fd = a->console_fd;
+	cfg.seccomp = !o->no_jail;
 	err = vm_create(R->vm, &cfg, a->start);
-	if (!err)
-		err = vm_start(R->vm);
+	if (err)
+		return err;
+	/* Everything is open: lock the process in before the guest runs. */
+	if (!o->no_jail) {
+		err = enter_jail(R);
+		if (err)
+			return err;
+	}
+	err = vm_start(R->vm);
+	if (!err && !o->no_jail)
+		err = seccomp_install(SECCOMP_KIND_RUN_VM_MAIN);
 	if (err)
 		return err;
 	if (R->vm->kvm.pvm)
@@ -527,6 +568,7 @@ int run_vm_main(const struct run_vm_args *a)
 	R.chan = a->chan_fd;
 	R.in_fd = a->o->stdin ? STDIN_FILENO : -1;
 	proto_reader_init(&R.rd);
+	seccomp_set_report(a->sh->seccomp_report, sizeof(a->sh->seccomp_report));
 	R.vm = calloc(1, sizeof(*R.vm));
 	if (!R.vm) {
 		snprintf(r->error, sizeof(r->error), "out of memory");

@@ -19,6 +19,7 @@
 #include "cpu_x86.h"
 #include "layout_x86.h"
 #include "mptable_x86.h"
+#include "seccomp.h"
 #include "util.h"
 #include "virtio_blk.h"
 #include "virtio_net.h"
@@ -26,7 +27,6 @@
 #include "virtio_vsock.h"
 #include "vm.h"
 
-#define VCPU_KICK_SIGNAL SIGUSR1
 #define INITRD_MAX_FILE (1u << 30)
 
 static const char *const reason_names[] = {
@@ -244,6 +244,8 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, uint64_t start_us)
 	err = evloop_init(&vm->loop);
 	if (err)
 		return err;
+	vm->seccomp = cfg->seccomp;
+	vm->loop.seccomp = cfg->seccomp;
 
 	if (cfg->nr_vcpus < 1 || cfg->nr_vcpus > VM_MAX_VCPUS)
 		return husk_seterr(EINVAL, "vCPU count %u is outside 1..%d",
@@ -428,6 +430,11 @@ static void *vcpu_thread(void *arg)
 	sigemptyset(&set);
 	sigaddset(&set, VCPU_KICK_SIGNAL);
 	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	/* Confined before the first KVM_RUN: the guest never meets an unfiltered thread. */
+	if (vm->seccomp && seccomp_install(SECCOMP_KIND_VCPU)) {
+		vm_stop(vm, VM_STOP_HOST_ERROR, 0, "vCPU %u: %s", v->id, husk_lasterr());
+		return NULL;
+	}
 
 	while (!stopping(vm)) {
 		if (v->id == 0 && !vm->t.first_run)

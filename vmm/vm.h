@@ -9,6 +9,7 @@
 
 #include <linux/kvm.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -22,6 +23,8 @@
 #include "virtio_mmio.h"
 
 #define VM_MAX_VCPUS 32
+/* vm_stop() interrupts KVM_RUN with it (the vCPU seccomp list allows only it). */
+#define VCPU_KICK_SIGNAL SIGUSR1
 
 enum vm_stop_reason {
 	VM_RUNNING = 0,
@@ -57,6 +60,12 @@ struct vm_config {
 	 */
 	int net_tap_fd;
 	uint8_t net_mac[6];		/* guest MAC when net_tap_fd >= 0 */
+	/*
+	 * Confine the vCPU and device event loop threads with their seccomp
+	 * lists (seccomp.h) before the guest runs; the caller confines its own
+	 * thread after vm_start(). Off by default: library users and tests.
+	 */
+	bool seccomp;
 };
 
 struct vcpu {
@@ -83,6 +92,7 @@ struct vm {
 	unsigned nr_vcpus;
 	struct vcpu vcpus[VM_MAX_VCPUS];
 	uint32_t tsc_khz;
+	bool seccomp;			/* vm_config.seccomp */
 
 	pthread_mutex_t dev_lock;	/* legacy devices: UART, control */
 	struct uart uart;

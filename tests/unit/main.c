@@ -14,7 +14,8 @@ static Suite *(*const suites[])(void) = {
 	virtqueue_suite, virtio_mmio_suite, vsock_suite, proto_suite, tar_suite,
 	netpool_suite, virtio_net_suite,
 	dns_suite, dns_proxy_suite,
-	cgroup_suite,
+	seccomp_suite,
+	cgroup_suite, jail_suite,
 };
 
 int main(void)
