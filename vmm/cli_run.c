@@ -21,7 +21,8 @@ const char cli_run_usage[] =
 	"                [--get-always] [--stdin] [--max-output BYTES] [--json]\n"
 	"                [--console FILE] [--net none|egress] [--allow RULE]...\n"
 	"                [--allow-host NAME]... [--deny CIDR]... [--conn-rate N]\n"
-	"                [--egress-limit BYTES] [--cpus N] [--pids-max N]\n"
+	"                [--egress-limit BYTES] [--egress-rate BYTES] [--max-dests N]\n"
+	"                [--cpus N] [--pids-max N]\n"
 	"                [--uid-range BASE:COUNT] [--no-jail] [--verbose] -- CMD [ARGS...]\n"
 	"\n"
 	"Boot a fresh microVM, run CMD inside as the unprivileged agentuser in a\n"
@@ -60,6 +61,10 @@ const char cli_run_usage[] =
 	"                      N new connections in one second (default 100)\n"
 	"  --egress-limit B    with --net egress, kill the VM when it sends more than\n"
 	"                      B bytes in total (default 1 GiB)\n"
+	"  --egress-rate B     with --net egress, kill the VM when it sends more than\n"
+	"                      B bytes in one second (default: no limit)\n"
+	"  --max-dests N       with --net egress, kill the VM when it has sent to more\n"
+	"                      than N distinct addresses (default 256)\n"
 	"  --cpus N            host CPU time the VM may use, in CPUs: 0.01..--vcpus,\n"
 	"                      up to 3 decimals (default 0.5)\n"
 	"  --pids-max N        host tasks (threads) of the VM's jail, at least\n"
@@ -381,7 +386,7 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 {
 	enum { O_KERNEL = 256, O_ROOTFS, O_MEM, O_VCPUS, O_TIMEOUT, O_WS, O_ENV, O_PUT,
 	       O_GET, O_GET_ALWAYS, O_STDIN, O_JSON, O_CONSOLE, O_VERBOSE, O_HELP, O_MAX_OUTPUT,
-	       O_NET, O_ALLOW, O_CONN_RATE, O_EGRESS_LIMIT, O_ALLOW_HOST, O_DENY, O_CPUS,
+	       O_NET, O_ALLOW, O_CONN_RATE, O_EGRESS_LIMIT, O_EGRESS_RATE, O_MAX_DESTS, O_ALLOW_HOST, O_DENY, O_CPUS,
 	       O_PIDS_MAX, O_UID_RANGE, O_NO_JAIL };
 	static const struct option opts[] = {
 		{ "kernel", required_argument, NULL, O_KERNEL },
@@ -404,6 +409,8 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 		{ "allow", required_argument, NULL, O_ALLOW },
 		{ "conn-rate", required_argument, NULL, O_CONN_RATE },
 		{ "egress-limit", required_argument, NULL, O_EGRESS_LIMIT },
+		{ "egress-rate", required_argument, NULL, O_EGRESS_RATE },
+		{ "max-dests", required_argument, NULL, O_MAX_DESTS },
 		{ "allow-host", required_argument, NULL, O_ALLOW_HOST },
 		{ "deny", required_argument, NULL, O_DENY },
 		{ "cpus", required_argument, NULL, O_CPUS },
@@ -511,6 +518,13 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 			err = cli_num_opt("--egress-limit", optarg, 1, UINT64_MAX / 2,
 					  &o->egress_limit);
 			break;
+		case O_EGRESS_RATE:
+			err = cli_num_opt("--egress-rate", optarg, 1, UINT64_MAX / 2,
+					  &o->egress_rate);
+			break;
+		case O_MAX_DESTS:
+			err = cli_num_opt("--max-dests", optarg, 1, UINT32_MAX, &o->max_dests);
+			break;
 		case O_ALLOW_HOST:
 			err = parse_allow_host(o, optarg);
 			break;
@@ -558,6 +572,10 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 		return husk_seterr(EINVAL, "--conn-rate needs --net egress");
 	if (o->egress_limit && o->net != RUN_NET_EGRESS)
 		return husk_seterr(EINVAL, "--egress-limit needs --net egress");
+	if (o->egress_rate && o->net != RUN_NET_EGRESS)
+		return husk_seterr(EINVAL, "--egress-rate needs --net egress");
+	if (o->max_dests && o->net != RUN_NET_EGRESS)
+		return husk_seterr(EINVAL, "--max-dests needs --net egress");
 	if ((err = check_contradictions(o)))
 		return err;
 	if (o->cpu_milli > o->vcpus * 1000)
@@ -573,6 +591,8 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 			o->conn_rate = RUN_DEFAULT_CONN_RATE;
 		if (!o->egress_limit)
 			o->egress_limit = RUN_DEFAULT_EGRESS_LIMIT;
+		if (!o->max_dests)
+			o->max_dests = RUN_DEFAULT_MAX_DESTS;
 	}
 	o->argv = argv + optind;
 	o->argc = argc - optind;

@@ -24,6 +24,7 @@
 #define RUN_MAX_DENY 64
 #define RUN_DEFAULT_CONN_RATE 100		/* new connections per second */
 #define RUN_DEFAULT_EGRESS_LIMIT (1ull << 30)	/* bytes out per VM */
+#define RUN_DEFAULT_MAX_DESTS 256		/* distinct destination addresses */
 #define RUN_MAX_CONN_RATE 1000000
 /* --cpus: CPU time per wall-clock time, in thousandths of one CPU. */
 #define RUN_DEFAULT_CPU_MILLI 500		/* half a CPU */
@@ -105,6 +106,8 @@ struct run_opts {
 	unsigned nr_deny;
 	uint64_t conn_rate;		/* --conn-rate; 0 without --net egress */
 	uint64_t egress_limit;		/* --egress-limit; 0 without --net egress */
+	uint64_t egress_rate;		/* --egress-rate: bytes per second; 0 = none */
+	uint64_t max_dests;		/* --max-dests; 0 without --net egress */
 	/* Jail and cgroup of the VM on the host. */
 	unsigned cpu_milli;		/* --cpus x 1000, <= vcpus x 1000 */
 	unsigned pids_max;		/* >= vcpus + RUN_PIDS_OVERHEAD */

@@ -98,11 +98,13 @@ static void on_egress_event(const struct egress_event *ev, void *opaque)
 			      (unsigned long long)ev->total_bytes,
 			      (unsigned long long)o->egress_limit);
 	if ((ev->what & EGRESS_ANOM_BYTES_WINDOW) && n < len)
-		n += snprintf(a + n, len - n, "bytes out %llu in one window; ",
-			      (unsigned long long)ev->window_bytes);
+		n += snprintf(a + n, len - n, "bytes out %llu in 1000 ms > %llu; ",
+			      (unsigned long long)ev->window_bytes,
+			      (unsigned long long)o->egress_rate);
 	if ((ev->what & EGRESS_ANOM_DSTS) && n < len)
-		n += snprintf(a + n, len - n, "distinct destinations %llu; ",
-			      (unsigned long long)ev->distinct_dsts);
+		n += snprintf(a + n, len - n, "distinct destinations %llu > %llu; ",
+			      (unsigned long long)ev->distinct_dsts,
+			      (unsigned long long)o->max_dests);
 	if (n >= 2 && n < len && a[n - 2] == ';')
 		n -= 2;
 	if (n < len)
@@ -152,6 +154,8 @@ static int setup(struct run_egress *N, int *tap_fd)
 	pol.window_ms = 1000;
 	pol.max_conns_window = o->conn_rate > UINT32_MAX ? UINT32_MAX : (uint32_t)o->conn_rate;
 	pol.max_bytes_total = o->egress_limit;
+	pol.max_bytes_window = o->egress_rate;
+	pol.max_dsts = o->max_dests > UINT32_MAX ? UINT32_MAX : (uint32_t)o->max_dests;
 	err = egress_set_event_cb(on_egress_event, N);
 	if (err)
 		return err;

@@ -147,6 +147,13 @@ if grep -q survived $W/out; then bad "the upload job finished"; else ok "the upl
 kill $sink 2>/dev/null
 no_leftovers "after the egress-limit run"
 
+# Scanning: more distinct destinations than --max-dests.
+run "a scan past --max-dests is killed" 125 --net egress --max-dests 3 --allow 203.0.113.0/24 \
+	-- sh -c "for i in 1 2 3 4 5 6; do echo x | busybox nc -w 1 203.0.113.\$i 80; done; echo survived"
+has "stderr names the destination count" $W/err "killed: egress anomaly (distinct destinations 4 > 3)"
+if grep -q survived $W/out; then bad "the scan finished"; else ok "the scan did not finish"; fi
+no_leftovers "after the scan run"
+
 run "--conn-rate without --net egress is a usage error" 2 --conn-rate 10 -- true
 run "--egress-limit without --net egress is a usage error" 2 --egress-limit 1000 -- true
 

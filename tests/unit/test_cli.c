@@ -538,9 +538,17 @@ START_TEST(run_net)
 	ck_assert_int_eq(RUN("--conn-rate=7", "--net", "egress", "--", "true"), 0);
 	ck_assert_uint_eq(ro.conn_rate, 7);
 	ck_assert_uint_eq(ro.egress_limit, RUN_DEFAULT_EGRESS_LIMIT);
+	ck_assert_uint_eq(ro.egress_rate, 0);
+	ck_assert_uint_eq(ro.max_dests, RUN_DEFAULT_MAX_DESTS);
+	ck_assert_int_eq(RUN("--net", "egress", "--egress-rate", "100000", "--max-dests", "3",
+			     "--", "true"), 0);
+	ck_assert_uint_eq(ro.egress_rate, 100000);
+	ck_assert_uint_eq(ro.max_dests, 3);
 	ck_assert_int_eq(RUN("--", "true"), 0);
 	ck_assert_uint_eq(ro.conn_rate, 0);
 	ck_assert_uint_eq(ro.egress_limit, 0);
+	ck_assert_uint_eq(ro.egress_rate, 0);
+	ck_assert_uint_eq(ro.max_dests, 0);
 }
 END_TEST
 
@@ -558,6 +566,12 @@ START_TEST(run_net_rejected)
 			"--egress-limit");
 	assert_rejected(RUN("--net", "egress", "--egress-limit", "-5", "--", "x"),
 			"--egress-limit");
+	assert_rejected(RUN("--egress-rate", "10", "--", "x"), "--egress-rate needs --net egress");
+	assert_rejected(RUN("--max-dests", "10", "--", "x"), "--max-dests needs --net egress");
+	assert_rejected(RUN("--net", "egress", "--egress-rate", "0", "--", "x"), "--egress-rate");
+	assert_rejected(RUN("--net", "egress", "--max-dests", "x1", "--", "x"), "--max-dests");
+	assert_rejected(RUN("--net", "egress", "--max-dests", "4294967296", "--", "x"),
+			"--max-dests");
 #define BAD_ALLOW(v, why) \
 	assert_rejected(RUN("--net", "egress", "--allow", v, "--", "x"), why)
 	BAD_ALLOW("10.0.0.1", "CIDR");
