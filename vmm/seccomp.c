@@ -91,6 +91,23 @@ static const struct rule common_rules[] = {
 	ALLOW(exit_group),	/* process exit, also the SIGSYS handler's */
 };
 
+#ifdef HUSK_SANITIZED
+/*
+ * ASan/UBSan builds only (./configure --enable-sanitizers): the sanitizer
+ * runtime maps its own memory and alternate signal stacks in every thread.
+ * Not counted by seccomp_nr_allowed(); release builds never have these.
+ */
+static const struct rule san_rules[] = {
+	ALLOW(sigaltstack),
+	CHECKED(mmap, CLEAR(2, PROT_EXEC)),
+	CHECKED(mprotect, CLEAR(2, PROT_EXEC)),
+	ALLOW(munmap),
+	ALLOW(sched_yield),
+	ALLOW(gettid),
+	ALLOW(getpid),
+};
+#endif
+
 /* vm_stop() kicks each vCPU out of KVM_RUN with pthread_kill(). */
 #define KICK_RULES \
 	CHECKED(tgkill, SELF_PID(0), IN(2, VCPU_KICK_SIGNAL)), \
@@ -321,6 +338,10 @@ int seccomp_build(enum seccomp_kind kind, int log, struct sock_filter *out, unsi
 		emit_rule(&p, &l->r[i], deny);
 	for (i = 0; i < ARRAY_SIZE(common_rules); i++)
 		emit_rule(&p, &common_rules[i], deny);
+#ifdef HUSK_SANITIZED
+	for (i = 0; i < ARRAY_SIZE(san_rules); i++)
+		emit_rule(&p, &san_rules[i], deny);
+#endif
 	emit(&p, BPF_RET | BPF_K, deny, 0, 0);
 	return p.overflow ? -E2BIG : (int)p.n;
 }
