@@ -565,6 +565,11 @@ int run_job(const struct run_opts *o, uint64_t start, struct run_result *r)
 	commit = r->job_exited && !r->error[0] &&
 		 (o->get_always || (r->exit_code == 0 && !r->timed_out));
 	r->files_committed = run_files_close(&S.files, commit);
+	if (commit && o->nr_get && !r->files_committed) {
+		/* The job succeeded but its files did not reach the host. */
+		snprintf(r->error, sizeof(r->error), "%s", husk_lasterr());
+		r->exit_code = RUN_EXIT_FAILURE;
+	}
 	if (S.tap_fd >= 0)
 		close(S.tap_fd);
 	if (S.console_fd >= 0)

@@ -219,11 +219,8 @@ bool run_files_close(struct run_files *f, bool commit)
 		if (g->x)
 			tar_extract_free(g->x);
 		g->x = NULL;
-		if (commit && !err && g->tmpfd >= 0) {
-			err = commit_get(f, i);
-			if (err)
-				husk_msg("%s", husk_lasterr());
-		}
+		if (commit && !err && g->tmpfd >= 0)
+			err = commit_get(f, i);	/* its message stays in husk_lasterr() */
 	}
 	for (i = 0; i < f->o->nr_get; i++) {
 		struct run_get *g = &f->gets[i];

@@ -99,7 +99,11 @@ int run_files_build_puts(struct run_files *f, const char *dir, uint64_t *lens);
 /* Bytes of --get idx from the VM process; -errno ends the run. */
 int run_files_get_data(struct run_files *f, unsigned idx, const void *p, size_t n);
 int run_files_get_end(struct run_files *f, unsigned idx);
-/* Commit (all or nothing per target) when asked, else discard; frees. */
+/*
+ * Commit (all or nothing per target) when asked, else discard; frees.
+ * True when files were committed; a failed commit leaves its reason in
+ * husk_lasterr().
+ */
 bool run_files_close(struct run_files *f, bool commit);
 
 /* ---- run_net.c: --net egress (supervisor) ---- */

@@ -34,6 +34,13 @@
 #define BOOT_ALLOWANCE_US (60ull * 1000000)	/* boot + teardown beyond --timeout */
 #define PVM_BOOT_ALLOWANCE_US (1800ull * 1000000)
 #define DONE_GRACE_US (5ull * 1000000)
+/*
+ * guest-init keeps talking except while the job runs: it connects within
+ * the boot allowance, and before the job starts, inside a frame and while
+ * sending results it never goes quiet this long. Silence there is a stall.
+ */
+#define STALL_US (30ull * 1000000)
+#define PVM_STALL_US (600ull * 1000000)
 #define CHUNK (64 * 1024)
 #define VSOCK_NAME "vsock"		/* relative: valid before and after pivot_root */
 
@@ -49,6 +56,9 @@ struct rvm {
 	enum run_state state;
 	unsigned get_idx;
 	uint64_t deadline, done_at;
+	uint64_t connect_by;		/* guest-init must have connected by then */
+	uint64_t stall_us;
+	uint64_t last_rx;		/* last byte from guest-init */
 };
 
 static int fail(struct rvm *R, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -355,6 +365,7 @@ static void on_ctl_readable(struct rvm *R)
 	uint8_t *p;
 	int n;
 
+	R->last_rx = now_us();
 	while ((n = proto_reader_read(&R->rd, R->cfd, &h, &p)) == 1) {
 		n = on_frame(R, &h, p);
 		free(p);
@@ -385,6 +396,7 @@ static void on_accept(struct rvm *R)
 	R->lfd = -1;
 	R->cfd = fd;
 	R->state = S_HELLO;
+	R->last_rx = now_us();
 	R->r->t_init = R->vm->t.event[HUSK_EV_INIT] ?
 		(int64_t)(R->vm->t.event[HUSK_EV_INIT] - R->vm->t.start) : since_start(R);
 }
@@ -403,6 +415,27 @@ static void on_stdin(struct rvm *R)
 	}
 	if (ctl_send(R, P_STDIN, buf, n))
 		fail(R, "%s", husk_lasterr());
+}
+
+/* A guest-init that stopped talking where it must not: a VM failure. */
+static void check_stall(struct rvm *R, uint64_t now)
+{
+	bool mid_frame = R->rd.hdr_got || R->rd.payload;
+
+	if (R->state == S_CONNECT) {
+		if (now > R->connect_by)
+			fail(R, "guest-init did not connect within %llu s of the VM's start",
+			     (unsigned long long)((R->connect_by - R->a->start) / 1000000));
+		return;
+	}
+	if (R->cfd < 0 || now - R->last_rx <= R->stall_us)
+		return;
+	if (mid_frame)
+		fail(R, "guest-init stopped in the middle of a frame");
+	else if (!R->r->job_started)
+		fail(R, "guest-init stopped responding before the job started");
+	else if (R->state == S_FILES_OUT || (R->state == S_DONE && !R->done_at))
+		fail(R, "guest-init stopped sending the job's results");
 }
 
 static void event_loop(struct rvm *R)
@@ -451,6 +484,7 @@ static void event_loop(struct rvm *R)
 		if (p[5].revents & (POLLIN | POLLHUP | POLLERR))
 			on_chan(R);
 		now = now_us();
+		check_stall(R, now);
 		if (now >= R->deadline)
 			vm_stop(R->vm, VM_STOP_TIMEOUT, 0, "the guest did not finish within "
 				"--timeout plus the boot allowance");
@@ -550,8 +584,9 @@ static int setup(struct rvm *R)
 	if (R->vm->kvm.pvm)
 		husk_msg("warning: this host's KVM is PVM: guest kernel code is emulated and "
 			 "booting takes minutes; use hardware KVM for real work");
-	R->deadline = a->start + o->timeout_sec * 1000000u +
-		      (R->vm->kvm.pvm ? PVM_BOOT_ALLOWANCE_US : BOOT_ALLOWANCE_US);
+	R->connect_by = a->start + (R->vm->kvm.pvm ? PVM_BOOT_ALLOWANCE_US : BOOT_ALLOWANCE_US);
+	R->deadline = R->connect_by + o->timeout_sec * 1000000u;
+	R->stall_us = R->vm->kvm.pvm ? PVM_STALL_US : STALL_US;
 	return 0;
 }
 
@@ -594,6 +629,10 @@ int run_vm_main(const struct run_vm_args *a)
 			 R.vm->detail);
 	if (R.vm->reason == VM_STOP_TIMEOUT && !r->job_exited)
 		r->timed_out = true;
+	/* The job ended but its results did not all arrive. */
+	if (!r->error[0] && r->job_exited && !R.done_at)
+		snprintf(r->error, sizeof(r->error), "the VM stopped before guest-init sent all "
+			 "of the job's results: %s", R.vm->detail);
 	proto_reader_free(&R.rd);
 	free(R.vm);
 	return 0;
