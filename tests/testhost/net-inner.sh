@@ -144,7 +144,7 @@ run "upload past --egress-limit is killed" 125 --net egress --json --egress-limi
 	--allow $SRV/32:tcp:8082 -- sh -c "head -c 400000 /dev/zero | busybox nc -w 5 $SRV 8082; echo survived"
 has "stderr names the byte limit" $W/err "killed: egress anomaly (bytes out [0-9]* > 20000)"
 if grep -q survived $W/out; then bad "the upload job finished"; else ok "the upload job did not finish"; fi
-kill $sink 2>/dev/null
+kill $sink 2>/dev/null; pkill -f "sleep 120" 2>/dev/null
 no_leftovers "after the egress-limit run"
 
 # Scanning: more distinct destinations than --max-dests.
