@@ -292,7 +292,7 @@ static int extract_helper(void *arg)
 /* One gzip'd tar stream: P_FILES_IN chunks up to an empty one. */
 static int extract_one(int dirfd)
 {
-	struct tar_limits lim = { TAR_DEFAULT_MAX_BYTES, TAR_DEFAULT_MAX_ENTRIES, 0 };
+	struct tar_limits lim = { .max_bytes = TAR_DEFAULT_MAX_BYTES, .max_entries = TAR_DEFAULT_MAX_ENTRIES };
 	struct tar_extract *x;
 	struct proto_hdr h;
 	uint8_t *p;

@@ -146,7 +146,7 @@ int run_files_get_data(struct run_files *f, unsigned idx, const void *p, size_t 
 		return husk_seterr(EPROTO, "the guest sent files that were not asked for");
 	g = &f->gets[idx];
 	if (!g->x) {
-		struct tar_limits lim = { TAR_DEFAULT_MAX_BYTES, TAR_DEFAULT_MAX_ENTRIES, 0 };
+		struct tar_limits lim = { .max_bytes = TAR_DEFAULT_MAX_BYTES, .max_entries = TAR_DEFAULT_MAX_ENTRIES };
 
 		g->x = tar_extract_new(g->tmpfd, &lim);
 		if (!g->x)

@@ -37,7 +37,6 @@
 #define MAX_DEPTH 64		/* path components in one name */
 #define SIZE_MAX_OCTAL 077777777777ull	/* 11 octal digits: 8 GiB - 1 */
 #define END_PAD_MAX (64 * 1024)	/* zero padding allowed after the end blocks */
-#define RATIO_GRACE (1024 * 1024) /* decompressed bytes before ratio checks */
 
 /* Only rwx bits survive, never group/world write or setuid/setgid/sticky;
  * the owner can always read and write (or enter) what was extracted. */
@@ -520,6 +519,9 @@ struct tar_extract {
 	uint64_t skip;		/* padding bytes left */
 	uint64_t end_pad;	/* zero bytes seen after the end blocks */
 
+	char *only;		/* copy of lim.only */
+	size_t only_len;
+
 	char longname[NAME_MAX_LEN + 2];	/* + NUL in the data + ours */
 	size_t longname_len;
 	bool have_longname;
@@ -532,6 +534,23 @@ struct tar_extract {
 	char name[NAME_MAX_LEN + 1];
 };
 
+/*
+ * Every entry may cost a header, a long-name header and its name's blocks,
+ * and a file's last block of padding; plus the end blocks and their padding.
+ * Saturates instead of wrapping for absurd limits.
+ */
+static uint64_t default_inflated(const struct tar_limits *l)
+{
+	uint64_t per = 3 * BLOCK + NAME_MAX_LEN + BLOCK;
+	uint64_t meta = l->max_entries > UINT64_MAX / per ? UINT64_MAX : l->max_entries * per;
+	uint64_t total = l->max_bytes + meta;
+
+	if (total < l->max_bytes)
+		return UINT64_MAX;
+	total += 2 * BLOCK + END_PAD_MAX;
+	return total < 2 * BLOCK ? UINT64_MAX : total;
+}
+
 struct tar_extract *tar_extract_new(int dirfd, const struct tar_limits *lim)
 {
 	struct tar_extract *x = calloc(1, sizeof(*x));
@@ -540,6 +559,8 @@ struct tar_extract *tar_extract_new(int dirfd, const struct tar_limits *lim)
 		husk_seterr(ENOMEM, "tar: out of memory");
 		return NULL;
 	}
+	x->fd = -1;
+	x->parent = -1;
 	x->buf = malloc(CHUNK);
 	if (!x->buf) {
 		free(x);
@@ -553,14 +574,25 @@ struct tar_extract *tar_extract_new(int dirfd, const struct tar_limits *lim)
 		x->lim.max_bytes = TAR_DEFAULT_MAX_BYTES;
 	if (!x->lim.max_entries)
 		x->lim.max_entries = TAR_DEFAULT_MAX_ENTRIES;
+	if (!x->lim.ratio_grace)
+		x->lim.ratio_grace = TAR_RATIO_GRACE;
+	if (!x->lim.max_inflated)
+		x->lim.max_inflated = default_inflated(&x->lim);
+	if (x->lim.only) {
+		x->only = strdup(x->lim.only);
+		if (!x->only) {
+			husk_seterr(ENOMEM, "tar: out of memory");
+			tar_extract_free(x);
+			return NULL;
+		}
+		x->only_len = strlen(x->only);
+		x->lim.only = x->only;
+	}
 	x->uid = (uid_t)-1;
 	x->gid = (gid_t)-1;
-	x->fd = -1;
-	x->parent = -1;
 	if (inflateInit2(&x->zs, 15 + 16) != Z_OK) {
-		free(x->buf);
-		free(x);
 		husk_seterr(ENOMEM, "tar: inflateInit2 failed");
+		tar_extract_free(x);
 		return NULL;
 	}
 	x->zinit = true;
@@ -736,7 +768,7 @@ static int x_close_file(struct tar_extract *x)
 	};
 	int err = 0;
 
-	if (fchmod(x->fd, file_mode(x->mode)) < 0)
+	if (fchmod(x->fd, file_mode(x->mode) & (x->lim.strip_exec ? ~0111u : ~0u)) < 0)
 		err = husk_seterr(errno, "tar: %s: chmod: %s", x->name, strerror(errno));
 	if (!err)
 		err = x_chown(x, x->fd);
@@ -795,6 +827,18 @@ static const char *type_name(char t)
 	}
 }
 
+/* x->name (a checked name, maybe with one trailing '/') is lim.only or below it. */
+static bool below_only(const struct tar_extract *x)
+{
+	size_t n = strlen(x->name);
+
+	if (n > 1 && x->name[n - 1] == '/')
+		n--;
+	if (n < x->only_len || memcmp(x->name, x->only, x->only_len))
+		return false;
+	return n == x->only_len || x->name[x->only_len] == '/';
+}
+
 static int x_header(struct tar_extract *x)
 {
 	const struct ustar *h = (const void *)x->hdr;
@@ -848,6 +892,10 @@ static int x_header(struct tar_extract *x)
 		return husk_seterr(EINVAL, "tar: %.200s: bad numeric field in header",
 				   x->name);
 
+	/* Every header counts, or long names alone could make a stream endless. */
+	if (++x->entries > x->lim.max_entries)
+		return husk_seterr(EFBIG, "tar: more than %llu entries",
+				   (unsigned long long)x->lim.max_entries);
 	if (h->typeflag == 'L') {
 		if (size == 0 || size > NAME_MAX_LEN + 1)
 			return husk_seterr(ENAMETOOLONG, "tar: long name of %llu bytes (limit %d)",
@@ -859,9 +907,6 @@ static int x_header(struct tar_extract *x)
 		return 0;
 	}
 
-	if (++x->entries > x->lim.max_entries)
-		return husk_seterr(EFBIG, "tar: more than %llu entries",
-				   (unsigned long long)x->lim.max_entries);
 	/* The type first: "pax headers are not allowed" says more than a name. */
 	if (h->typeflag != '0' && h->typeflag != '\0' && h->typeflag != '5') {
 		if ((unsigned char)h->typeflag >= ' ' && (unsigned char)h->typeflag < 0x7f)
@@ -873,6 +918,9 @@ static int x_header(struct tar_extract *x)
 	err = check_name(x->name, &why);
 	if (err)
 		return husk_seterr(err, "tar: entry \"%.200s\": %s", x->name, why);
+	if (x->only && !below_only(x))
+		return husk_seterr(EPERM, "tar: entry \"%.200s\" is not \"%s\" or inside it; "
+				   "only what was asked for may be extracted", x->name, x->only);
 	x->mode = mode & 07777;
 	x->mtime = mtime;
 
@@ -1016,7 +1064,14 @@ int tar_extract_feed(struct tar_extract *x, const void *buf, size_t len)
 		made = CHUNK - x->zs.avail_out;
 		x->in_total += before - x->zs.avail_in;
 		x->out_total += made;
-		if (x->lim.max_ratio && x->out_total > RATIO_GRACE &&
+		if (x->out_total > x->lim.max_inflated)
+			return x_fail(x, husk_seterr(EFBIG,
+				"tar: the stream inflates past %llu bytes (the limit for %llu bytes "
+				"of files in %llu entries)",
+				(unsigned long long)x->lim.max_inflated,
+				(unsigned long long)x->lim.max_bytes,
+				(unsigned long long)x->lim.max_entries));
+		if (x->lim.max_ratio && x->out_total > x->lim.ratio_grace &&
 		    x->out_total / x->lim.max_ratio > x->in_total)
 			return x_fail(x, husk_seterr(EFBIG,
 				"tar: decompression ratio over %llu:1 (%llu bytes from %llu): refusing a gzip bomb",
@@ -1062,6 +1117,7 @@ void tar_extract_free(struct tar_extract *x)
 	x_drop_file(x, true);
 	if (x->zinit)
 		inflateEnd(&x->zs);
+	free(x->only);
 	free(x->buf);
 	free(x);
 }

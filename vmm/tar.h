@@ -11,19 +11,33 @@
 #ifndef HUSK_TAR_H
 #define HUSK_TAR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-/* A NULL limits pointer, or 0 in max_bytes/max_entries, means the default. */
+/*
+ * What an extraction accepts. A NULL limits pointer, or 0 in a numeric
+ * field, means its default. Every limit is checked as the stream arrives, so
+ * a hostile stream costs at most the limits' worth of work.
+ */
 struct tar_limits {
 	uint64_t max_bytes;	/* total file bytes after decompression */
-	uint64_t max_entries;
-	uint64_t max_ratio;	/* decompressed/compressed bytes, 0 = no check */
+	uint64_t max_entries;	/* headers of every kind, GNU long names included */
+	uint64_t max_ratio;	/* decompressed/compressed bytes once past
+				 * ratio_grace, 0 = no check */
+	uint64_t ratio_grace;	/* inflated bytes before max_ratio applies
+				 * (0 = TAR_RATIO_GRACE) */
+	uint64_t max_inflated;	/* inflated stream bytes (headers, padding and
+				 * data); 0 = what max_bytes and max_entries need */
+	const char *only;	/* NULL, or the one name every entry must be or lie
+				 * below ("out": "out", "out/x"; never "other") */
+	bool strip_exec;	/* files lose their execute bits */
 };
 
 #define TAR_DEFAULT_MAX_BYTES (1ull << 30)
 #define TAR_DEFAULT_MAX_ENTRIES 100000
+#define TAR_RATIO_GRACE (64ull << 20)	/* inflated bytes before max_ratio applies */
 
 typedef int (*tar_out_fn)(void *arg, const void *buf, size_t len);
 

@@ -409,7 +409,7 @@ END_TEST
 
 START_TEST(rejects_gzip_bomb)
 {
-	struct tar_limits lim = { .max_ratio = 100 };
+	struct tar_limits lim = { .max_ratio = 100, .ratio_grace = 1 << 20 };
 	size_t size = 16 << 20;
 	char *zeros = calloc(1, size);
 	struct buf b = { 0 };
@@ -421,6 +421,132 @@ START_TEST(rejects_gzip_bomb)
 	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "ratio"));
 	/* The half-written file is removed. */
 	ck_assert(!exists_at("bomb"));
+}
+END_TEST
+
+/* GNU long-name headers count as entries: alone they could go on forever. */
+START_TEST(long_names_count_as_entries)
+{
+	struct tar_limits lim = { .max_entries = 100 };
+	char name[300];
+	struct buf b = { 0 };
+	int i;
+
+	memset(name, 'n', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	for (i = 0; i < 200; i++) {
+		tb_header(&b, "././@LongLink", 'L', 0644, sizeof(name), NULL, 0);
+		buf_put(&b, name, sizeof(name));
+		tb_pad(&b, sizeof(name));
+	}
+	tb_end(&b);
+	ck_assert_int_eq(extract_raw(&b, &lim), -EFBIG);
+	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "more than 100 entries"));
+	assert_contained();
+	ck_assert_int_eq(count_dir(target), 0);
+}
+END_TEST
+
+/* Padding, headers and data all count toward the inflated total. */
+START_TEST(rejects_over_max_inflated)
+{
+	struct tar_limits lim = { .max_inflated = 64 << 10 };
+	static char data[48 << 10];
+	struct buf b = { 0 };
+
+	tb_file(&b, "a", 0644, data, sizeof(data));
+	tb_file(&b, "b", 0644, data, sizeof(data));
+	tb_end(&b);
+	ck_assert_int_eq(extract_raw(&b, &lim), -EFBIG);
+	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "inflates past"));
+
+	/* The default allows what max_bytes and max_entries allow, no more. */
+	b.len = 0;
+	tb_file(&b, "c", 0644, data, sizeof(data));
+	tb_end(&b);
+	lim = (struct tar_limits){ .max_bytes = sizeof(data), .max_entries = 1 };
+	ck_assert_int_eq(extract_raw(&b, &lim), 0);
+	ck_assert(exists_at("c"));
+	b.len = 0;
+	tb_end(&b);
+	buf_put(&b, NULL, 60 << 10);	/* zero padding after the end: allowed */
+	lim = (struct tar_limits){ .max_bytes = 1, .max_entries = 1 };
+	ck_assert_int_eq(extract_raw(&b, &lim), 0);
+	free(b.p);
+}
+END_TEST
+
+/* With lim.only, nothing but that name and what lies below it lands. */
+START_TEST(only_the_requested_name)
+{
+	struct tar_limits lim = { .only = "out" };
+	const char *const planted[] = { ".bash_profile", "outside", "ou", ".ssh/authorized_keys",
+					"cron.d/x", "out2/x" };
+	struct buf b = { 0 };
+	unsigned i;
+
+	for (i = 0; i < ARRAY_SIZE(planted); i++) {
+		b.len = 0;
+		tb_dir(&b, "out/", 0755);
+		tb_file(&b, "out/ok", 0644, "x", 1);
+		tb_file(&b, planted[i], 0644, "evil", 4);
+		tb_end(&b);
+		ck_assert_int_eq(extract_raw(&b, &lim), -EPERM);
+		ck_assert_ptr_nonnull(strstr(husk_lasterr(), "is not \"out\" or inside it"));
+		ck_assert(!exists_at(planted[i]));
+		rm_tree(target);
+		ck_assert_int_eq(mkdir(target, 0755), 0);
+	}
+	/* The name itself, as a file or a tree, and a nested request. */
+	b.len = 0;
+	tb_file(&b, "out", 0644, "x", 1);
+	tb_end(&b);
+	ck_assert_int_eq(extract_raw(&b, &lim), 0);
+	ck_assert(exists_at("out"));
+	b.len = 0;
+	tb_dir(&b, "a/", 0755);
+	tb_dir(&b, "a/b/", 0755);
+	tb_file(&b, "a/b/out/f", 0644, "x", 1);
+	tb_end(&b);
+	lim.only = "a/b/out";
+	ck_assert_int_eq(extract_raw(&b, &lim), -EPERM);	/* "a/" is not inside */
+	b.len = 0;
+	tb_file(&b, "a/b/out/f", 0644, "x", 1);
+	tb_end(&b);
+	ck_assert_int_eq(extract_raw(&b, &lim), 0);
+	ck_assert(exists_at("a/b/out/f"));
+	free(b.p);
+}
+END_TEST
+
+/* strip_exec: no execute bits on files; directories stay enterable. */
+START_TEST(strip_exec_bits)
+{
+	struct tar_limits lim = { .strip_exec = true };
+	struct buf b = { 0 };
+	struct stat st;
+	char p[256];
+
+	tb_dir(&b, "d/", 0755);
+	tb_file(&b, "d/run.sh", 0755, "#!/bin/sh\n", 10);
+	tb_end(&b);
+	ck_assert_int_eq(extract_raw(&b, &lim), 0);
+	snprintf(p, sizeof(p), "%s/d/run.sh", target);
+	ck_assert_int_eq(stat(p, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0644);
+	snprintf(p, sizeof(p), "%s/d", target);
+	ck_assert_int_eq(stat(p, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0755);
+	rm_tree(target);
+	ck_assert_int_eq(mkdir(target, 0755), 0);
+	tb_dir(&b, "d/", 0755);
+	tb_file(&b, "d/run.sh", 0755, "#!/bin/sh\n", 10);
+	tb_end(&b);
+	ck_assert_int_eq(extract_raw(&b, NULL), 0);
+	snprintf(p, sizeof(p), "%s/d/run.sh", target);
+	ck_assert_int_eq(stat(p, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0755);
+	free(b.p);
 }
 END_TEST
 
@@ -934,6 +1060,10 @@ Suite *tar_suite(void)
 	tcase_add_test(h, rejects_over_max_bytes);
 	tcase_add_test(h, rejects_too_many_entries);
 	tcase_add_test(h, rejects_gzip_bomb);
+	tcase_add_test(h, long_names_count_as_entries);
+	tcase_add_test(h, rejects_over_max_inflated);
+	tcase_add_test(h, only_the_requested_name);
+	tcase_add_test(h, strip_exec_bits);
 	tcase_add_test(h, rejects_bad_checksum);
 	tcase_add_test(h, rejects_truncation);
 	tcase_add_test(h, rejects_trailing_garbage);
