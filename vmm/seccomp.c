@@ -35,6 +35,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "seccomp.h"
 #include "util.h"
 #include "vm.h"
@@ -439,7 +440,14 @@ static bool warn_once(int *flag)
 	return !__atomic_exchange_n(flag, 1, __ATOMIC_SEQ_CST);
 }
 
-enum seccomp_env seccomp_env(void)
+#ifdef HUSK_DEBUG_BUILD
+bool seccomp_env_unlocked = true;
+#else
+bool seccomp_env_unlocked;
+#endif
+
+/* HUSK_SECCOMP as written, whether or not it may take effect. */
+static enum seccomp_env env_asked(void)
 {
 	static int warned;
 	const char *e = getenv("HUSK_SECCOMP");
@@ -453,6 +461,26 @@ enum seccomp_env seccomp_env(void)
 	if (warn_once(&warned))
 		husk_msg("warning: HUSK_SECCOMP=%s is not on, log or off; using on", e);
 	return SECCOMP_ENV_ON;
+}
+
+int seccomp_env_check(void)
+{
+	enum seccomp_env e = env_asked();
+
+	if (e == SECCOMP_ENV_ON || seccomp_env_unlocked)
+		return 0;
+	return husk_seterr(EPERM, "HUSK_SECCOMP=%s would weaken husk's system call filters: only "
+			   "a debug build (./configure --enable-debug) honours it; to debug "
+			   "without the jail use husk run --no-jail", e == SECCOMP_ENV_LOG ?
+			   "log" : "off");
+}
+
+enum seccomp_env seccomp_env(void)
+{
+	enum seccomp_env e = env_asked();
+
+	/* Locked: whatever the environment says, the filters stay on. */
+	return seccomp_env_unlocked ? e : SECCOMP_ENV_ON;
 }
 
 static void pin_malloc(void)

@@ -32,6 +32,7 @@
 #define HUSK_SECCOMP_H
 
 #include <linux/filter.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -64,8 +65,16 @@ int seccomp_install(enum seccomp_kind kind);
  */
 void seccomp_set_report(char *buf, size_t len);
 
-/* HUSK_SECCOMP, parsed; an unknown value warns once and means "on". */
+/*
+ * HUSK_SECCOMP, parsed; an unknown value warns once and means "on". "log"
+ * and "off" take effect only while seccomp_env_unlocked: in a debug build
+ * (HUSK_DEBUG_BUILD), under husk run --no-jail, or in the unit tests;
+ * otherwise seccomp_env() says "on" and seccomp_env_check() refuses them.
+ */
+extern bool seccomp_env_unlocked;
 enum seccomp_env seccomp_env(void);
+/* 0, or -EPERM with the reason when HUSK_SECCOMP asks for what is locked. */
+int seccomp_env_check(void);
 
 /* "vCPU", "device event loop", ... for messages. */
 const char *seccomp_kind_name(enum seccomp_kind kind);

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "seccomp.h"
+#include "util.h"
 #include "suites.h"
 
 #define STATUS_SIGSYS (128 + SIGSYS)
@@ -525,6 +526,8 @@ START_TEST(env_log_and_off)
 {
 	struct outcome o;
 
+	/* Release builds honour log/off only where the jail is off anyway. */
+	seccomp_env_unlocked = true;
 	run_child(SECCOMP_KIND_VCPU, "log", prep, forbidden_but_logged, &o);
 	assert_exit(&o, 0);
 	ck_assert_str_eq(o.report, "");
@@ -535,6 +538,29 @@ START_TEST(env_log_and_off)
 	run_child(SECCOMP_KIND_BOOT_MAIN, "bogus", prep, evloop_openat, &o);
 	assert_killed(&o, SECCOMP_KIND_BOOT_MAIN, "openat");
 	ck_assert_ptr_nonnull(strstr(o.err, "HUSK_SECCOMP=bogus is not on, log or off"));
+	seccomp_env_unlocked = false;
+}
+END_TEST
+
+/* Locked (a release build, jail on): log and off are refused, filters stay. */
+START_TEST(env_locked)
+{
+	struct outcome o;
+
+	seccomp_env_unlocked = false;
+	setenv("HUSK_SECCOMP", "off", 1);
+	ck_assert_int_eq(seccomp_env_check(), -EPERM);
+	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "only a debug build"));
+	ck_assert_int_eq(seccomp_env(), SECCOMP_ENV_ON);
+	setenv("HUSK_SECCOMP", "log", 1);
+	ck_assert_int_eq(seccomp_env_check(), -EPERM);
+	setenv("HUSK_SECCOMP", "on", 1);
+	ck_assert_int_eq(seccomp_env_check(), 0);
+	unsetenv("HUSK_SECCOMP");
+	ck_assert_int_eq(seccomp_env_check(), 0);
+	/* Even if asked for, "off" installs the filter when locked. */
+	run_child(SECCOMP_KIND_BOOT_MAIN, "off", prep, evloop_openat, &o);
+	assert_killed(&o, SECCOMP_KIND_BOOT_MAIN, "openat");
 }
 END_TEST
 
@@ -574,6 +600,7 @@ Suite *seccomp_suite(void)
 	tcase_add_test(tc, threads_run_and_exit);
 	tcase_add_test(tc, foreign_abis);
 	tcase_add_test(tc, env_log_and_off);
+	tcase_add_test(tc, env_locked);
 	tcase_add_test(tc, lists_are_short);
 	suite_add_tcase(s, tc);
 	return s;
