@@ -23,6 +23,7 @@
 #include <linux/capability.h>
 #include <linux/securebits.h>
 #include <poll.h>
+#include <pwd.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -47,6 +48,7 @@
 #endif
 
 unsigned jail_test_hooks;
+const char *jail_subid_paths[2] = { "/etc/subuid", "/etc/subgid" };
 
 /* State of the child of jail_fork(); the parent's copy stays empty. */
 static unsigned jail_ns;		/* CLONE_NEW* this process got */
@@ -199,9 +201,39 @@ static int mkdir_p(const char *path, mode_t mode)
 	}
 }
 
+/* Is id inside a "name:start:count" range of a subordinate id file? */
+static bool in_subid_file(const char *path, uint64_t id)
+{
+	char line[512];
+	bool hit = false;
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return false;
+	while (!hit && fgets(line, sizeof(line), f)) {
+		unsigned long long start, n;
+		char *c = strchr(line, ':');
+
+		if (!c || sscanf(c + 1, "%llu:%llu", &start, &n) != 2)
+			continue;
+		hit = id >= start && id - start < n;
+	}
+	fclose(f);
+	return hit;
+}
+
+/* The uid (and the gid of the same number) belongs to someone already. */
+static bool id_taken(uid_t id)
+{
+	if (getpwuid(id) || getgrgid(id))
+		return true;
+	return in_subid_file(jail_subid_paths[0], id) || in_subid_file(jail_subid_paths[1], id);
+}
+
 int jail_uid_lease_at(const char *dir, uid_t base, unsigned count, uid_t *uid,
 		      int *lock_fd)
 {
+	unsigned skipped = 0;
 	uint64_t last = (uint64_t)base + count - 1;
 	struct stat st;
 	char name[32];
@@ -232,6 +264,10 @@ int jail_uid_lease_at(const char *dir, uid_t base, unsigned count, uid_t *uid,
 				   "writable by nobody else", dir, (unsigned)geteuid());
 	}
 	for (i = 0; i < count; i++) {
+		if (id_taken(base + i)) {
+			skipped++;
+			continue;
+		}
 		snprintf(name, sizeof(name), "%u.lock", (unsigned)(base + i));
 		/* Read-only: should it leak into the jail it cannot be written. */
 		fd = openat(dfd, name, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -254,6 +290,12 @@ int jail_uid_lease_at(const char *dir, uid_t base, unsigned count, uid_t *uid,
 		}
 	}
 	close(dfd);
+	if (skipped)
+		return husk_seterr(EBUSY, "all %u jail uids in use (%u..%llu, locks in %s; %u of "
+				   "them skipped: a user, group or subordinate id range has "
+				   "them): wait for other runs to end or configure a range "
+				   "reserved for husk with --uid-range", count, (unsigned)base,
+				   (unsigned long long)last, dir, skipped);
 	return husk_seterr(EBUSY, "all %u jail uids in use (%u..%llu, locks in %s): wait for "
 			   "other runs to end or configure a larger range", count, (unsigned)base,
 			   (unsigned long long)last, dir);

@@ -85,9 +85,12 @@ bool jail_privileged(char *why, size_t len);
  * under JAIL_UID_LOCK_DIR (created 0700 as needed), held with flock on
  * *lock_fd (O_CLOEXEC) for the life of the run. Close *lock_fd only after
  * the VM process has been reaped: the uid is then free for another run.
- * The gid is the same number. The range must be reserved for husk (no
- * account, no other service) and excludes 0, 65534 and 65535. All taken:
- * -EBUSY "all N jail uids in use ...". Needs root (the lock directory).
+ * The gid is the same number. The range must be reserved for husk and
+ * excludes 0, 65534 and 65535; uids that are somebody's already are skipped:
+ * a user or group of that number in the user database (NSS: /etc/passwd,
+ * /etc/group, LDAP, ...), or a subordinate id range in /etc/subuid or
+ * /etc/subgid (jail_subid_paths). None left: -EBUSY "all N jail uids in
+ * use ..." saying how many were skipped. Needs root (the lock directory).
  */
 int jail_uid_lease(uid_t base, unsigned count, uid_t *uid, int *lock_fd);
 /* The same with another lock directory (tests). */
@@ -150,5 +153,7 @@ int jail_enter(const struct jail_cfg *c);
 #define JAIL_TEST_NO_PIVOT		(1u << 0)
 #define JAIL_TEST_NO_CLOSE_RANGE	(1u << 1)
 extern unsigned jail_test_hooks;
+/* The subordinate id files jail_uid_lease() respects (tests point elsewhere). */
+extern const char *jail_subid_paths[2];
 
 #endif

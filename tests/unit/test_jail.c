@@ -15,6 +15,7 @@
  * fd), and the degraded path of a process that is not root.
  */
 #include <errno.h>
+#include <pwd.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <grp.h>
@@ -125,6 +126,44 @@ START_TEST(lease_distinct_full_release)
 	ck_assert_uint_eq(c, a);
 	close(fb);
 	close(fc);
+}
+END_TEST
+
+/* uids an account, a group or a subordinate id range has are never leased. */
+START_TEST(lease_skips_taken_ids)
+{
+	char sub[PATH_MAX], subg[PATH_MAX];
+	const char *saved[2] = { jail_subid_paths[0], jail_subid_paths[1] };
+	FILE *f;
+	uid_t u;
+	int fd;
+
+	/* uid 1 (daemon) and 2 (bin) are in every Debian /etc/passwd. */
+	ck_assert_ptr_nonnull(getpwuid(1));
+	ck_assert_int_eq(jail_uid_lease_at(lockdir, 1, 2, &u, &fd), -EBUSY);
+	ck_assert_msg(strstr(husk_lasterr(), "2 of them skipped"), "%s", husk_lasterr());
+
+	snprintf(sub, sizeof(sub), "%s.subuid", lockdir);
+	snprintf(subg, sizeof(subg), "%s.subgid", lockdir);
+	f = fopen(sub, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "alice:%u:2\nbroken line\nbob:x:y\n", UID_BASE);
+	fclose(f);
+	f = fopen(subg, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "carol:%u:1\n", UID_BASE + 2);
+	fclose(f);
+	jail_subid_paths[0] = sub;
+	jail_subid_paths[1] = subg;
+	ck_assert_int_eq(jail_uid_lease_at(lockdir, UID_BASE, 4, &u, &fd), 0);
+	ck_assert_uint_eq(u, UID_BASE + 3);
+	close(fd);
+	ck_assert_int_eq(jail_uid_lease_at(lockdir, UID_BASE, 3, &u, &fd), -EBUSY);
+	ck_assert_msg(strstr(husk_lasterr(), "3 of them skipped"), "%s", husk_lasterr());
+	jail_subid_paths[0] = saved[0];
+	jail_subid_paths[1] = saved[1];
+	unlink(sub);
+	unlink(subg);
 }
 END_TEST
 
@@ -670,6 +709,7 @@ Suite *jail_suite(void)
 	tcase_set_timeout(t, 30);
 	tcase_add_test(t, lease_distinct_full_release);
 	tcase_add_test(t, lease_bad_ranges);
+	tcase_add_test(t, lease_skips_taken_ids);
 	tcase_add_loop_test(t, close_fds_keeps_list, 0, 2);	/* close_range, fallback */
 	tcase_add_test(t, jail_full);
 	tcase_add_test(t, jail_full_chroot_path);
