@@ -470,3 +470,75 @@ int proto_reader_read(struct proto_reader *r, int fd, struct proto_hdr *h, uint8
 		}
 	}
 }
+
+/* ---- queued output ---- */
+
+void proto_outq_init(struct proto_outq *q)
+{
+	memset(q, 0, sizeof(*q));
+}
+
+void proto_outq_free(struct proto_outq *q)
+{
+	free(q->buf);
+	proto_outq_init(q);
+}
+
+size_t proto_outq_len(const struct proto_outq *q)
+{
+	return q->len - q->head;
+}
+
+int proto_outq_add(struct proto_outq *q, uint16_t type, const void *payload, uint32_t len)
+{
+	size_t need;
+
+	if (len > PROTO_MAX_PAYLOAD)
+		return husk_seterr(EMSGSIZE, "refusing to queue a %u-byte frame (limit %u)",
+				   len, PROTO_MAX_PAYLOAD);
+	/* Reclaim what was written before growing. */
+	if (q->head && q->head == q->len)
+		q->head = q->len = 0;
+	need = q->len + PROTO_HDR_LEN + len;
+	if (need > q->cap && q->head) {
+		memmove(q->buf, q->buf + q->head, q->len - q->head);
+		q->len -= q->head;
+		q->head = 0;
+		need = q->len + PROTO_HDR_LEN + len;
+	}
+	if (need > q->cap) {
+		size_t cap = need > 2 * q->cap ? need : 2 * q->cap;
+		uint8_t *nb = realloc(q->buf, cap);
+
+		if (!nb)
+			return husk_seterr(ENOMEM, "out of memory for a control frame");
+		q->buf = nb;
+		q->cap = cap;
+	}
+	proto_hdr_encode(q->buf + q->len, type, len);
+	if (len)
+		memcpy(q->buf + q->len + PROTO_HDR_LEN, payload, len);
+	q->len += PROTO_HDR_LEN + len;
+	return 0;
+}
+
+ssize_t proto_outq_flush(struct proto_outq *q, int fd)
+{
+	size_t done = 0;
+
+	while (q->head < q->len) {
+		ssize_t n = write(fd, q->buf + q->head, q->len - q->head);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (n < 0)
+			return husk_seterr(errno, "sending a control frame: %s", strerror(errno));
+		q->head += n;
+		done += n;
+	}
+	if (q->head == q->len)
+		q->head = q->len = 0;
+	return done;
+}

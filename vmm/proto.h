@@ -151,4 +151,21 @@ void proto_reader_free(struct proto_reader *r);
  */
 int proto_reader_read(struct proto_reader *r, int fd, struct proto_hdr *h, uint8_t **payload);
 
+/*
+ * Frames queued for a non-blocking fd, so an event loop never waits for a
+ * peer that reads slowly or not at all. The caller bounds what it queues
+ * (proto_outq_len) and flushes when the fd is writable.
+ */
+struct proto_outq {
+	uint8_t *buf;
+	size_t head, len, cap;		/* bytes [head, len) are still to be written */
+};
+void proto_outq_init(struct proto_outq *q);
+void proto_outq_free(struct proto_outq *q);
+/* Queue one frame; -EMSGSIZE over PROTO_MAX_PAYLOAD, -ENOMEM. */
+int proto_outq_add(struct proto_outq *q, uint16_t type, const void *payload, uint32_t len);
+size_t proto_outq_len(const struct proto_outq *q);
+/* Write what fd takes now: bytes written (0: none, or nothing queued) or -errno. */
+ssize_t proto_outq_flush(struct proto_outq *q, int fd);
+
 #endif
