@@ -18,7 +18,8 @@ const char cli_run_usage[] =
 	"usage: husk run [--kernel K] [--rootfs R] [--mem MiB] [--vcpus N]\n"
 	"                [--timeout SEC] [--workspace-size MiB] [--env K=V]...\n"
 	"                [--put HOSTPATH:GUESTPATH]... [--get GUESTPATH:HOSTDIR]...\n"
-	"                [--get-always] [--stdin] [--max-output BYTES] [--json]\n"
+	"                [--get-always] [--get-keep-modes] [--stdin]\n"
+	"                [--max-output BYTES] [--json] [--json-fd N] [--result FILE]\n"
 	"                [--console FILE] [--net none|egress] [--allow RULE]...\n"
 	"                [--allow-host NAME]... [--deny CIDR]... [--conn-rate N]\n"
 	"                [--egress-limit BYTES] [--egress-rate BYTES] [--max-dests N]\n"
@@ -40,10 +41,17 @@ const char cli_run_usage[] =
 	"  --get B:DIR         copy workspace path B into host directory DIR after\n"
 	"                      the job, only if it succeeded (see --get-always)\n"
 	"  --get-always        also bring results back when the job failed\n"
+	"  --get-keep-modes    keep the execute bits the guest gave --get files\n"
+	"                      (default: files arrive as 0644, directories 0755)\n"
 	"  --stdin             forward husk's stdin to the job (default: /dev/null)\n"
 	"  --max-output BYTES  pass at most BYTES of stdout and of stderr (default\n"
 	"                      16 MiB each); the rest is counted and dropped\n"
-	"  --json              print a JSON result record on stdout at the end\n"
+	"  --json              print the JSON result record on stdout at the end,\n"
+	"                      always as its own last line\n"
+	"  --json-fd N         write the record to file descriptor N instead, out\n"
+	"                      of the job's reach (e.g. --json-fd 3 3>result.json)\n"
+	"  --result FILE       write the record to FILE (created, or a regular file\n"
+	"                      replaced; never through a symbolic link)\n"
 	"  --console FILE      write the guest's serial console to FILE\n"
 	"  --net MODE          none (default): no network card; egress: a NIC whose\n"
 	"                      traffic is denied except DNS and what --allow opens\n"
@@ -70,7 +78,8 @@ const char cli_run_usage[] =
 	"  --pids-max N        host tasks (threads) of the VM's jail, at least\n"
 	"                      --vcpus + 8 and 16 (default 128)\n"
 	"  --uid-range B:C     host uids for per-VM jails: B..B+C-1, never root or\n"
-	"                      nobody (default 200000:4096)\n"
+	"                      nobody; uids some user, group or subuid range has\n"
+	"                      are skipped (default 1879048192:4096)\n"
 	"  --no-jail           debugging only: run the VMM without its jail\n"
 	"                      (namespaces, uid, cgroup, seccomp); husk warns\n"
 	"  --verbose           debug messages on stderr\n"
@@ -78,24 +87,35 @@ const char cli_run_usage[] =
 	"Exit status: the job's exit code; 128+N if a signal N killed it; 124 the\n"
 	"job timed out; 125 the VM or husk failed; 2 usage error (nothing started).\n";
 
-const char *cli_workspace_path(const char *p)
+char *cli_workspace_path(char *p)
 {
 	static const char ws[] = "/tmp/workspace/";
-	const char *c;
+	char *r, *w;
 
-	if (!strncmp(p, ws, sizeof(ws) - 1))
+	if (!strncmp(p, ws, sizeof(ws) - 1)) {
 		p += sizeof(ws) - 1;
-	if (!*p || *p == '/' || strlen(p) > 4095)
-		return NULL;
-	for (c = p; *c; ) {
-		size_t n = strcspn(c, "/");
-
-		if (n == 2 && !strncmp(c, "..", 2))
-			return NULL;
-		c += n;
-		while (*c == '/')
-			c++;
+		while (*p == '/')
+			p++;
 	}
+	if (*p == '/')
+		return NULL;
+	/* Components joined by single slashes, as the guest's tar names them. */
+	for (r = w = p; *r; ) {
+		size_t n = strcspn(r, "/");
+
+		if ((n == 1 && r[0] == '.') || (n == 2 && r[0] == '.' && r[1] == '.'))
+			return NULL;
+		if (w != p && n)
+			*w++ = '/';
+		memmove(w, r, n);
+		w += n;
+		r += n;
+		while (*r == '/')
+			r++;
+	}
+	*w = '\0';
+	if (!*p || w - p > 4095)
+		return NULL;
 	return p;
 }
 
@@ -103,7 +123,7 @@ const char *cli_workspace_path(const char *p)
 static int split_xfer(const char *opt, char *arg, struct run_xfer *x, bool guest_first)
 {
 	char *colon = strrchr(arg, ':');
-	const char *g;
+	char *g;
 
 	if (!colon || colon == arg || !colon[1])
 		return husk_seterr(EINVAL, "%s needs %s", opt,
@@ -119,7 +139,7 @@ static int split_xfer(const char *opt, char *arg, struct run_xfer *x, bool guest
 	x->guest = cli_workspace_path(g);
 	if (!x->guest)
 		return husk_seterr(EINVAL, "%s: guest path '%s' must be inside the workspace "
-				   "(relative, no '..')", opt, g);
+				   "(relative, no '.' or '..' components)", opt, g);
 	return 0;
 }
 
@@ -387,7 +407,7 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 	enum { O_KERNEL = 256, O_ROOTFS, O_MEM, O_VCPUS, O_TIMEOUT, O_WS, O_ENV, O_PUT,
 	       O_GET, O_GET_ALWAYS, O_STDIN, O_JSON, O_CONSOLE, O_VERBOSE, O_HELP, O_MAX_OUTPUT,
 	       O_NET, O_ALLOW, O_CONN_RATE, O_EGRESS_LIMIT, O_EGRESS_RATE, O_MAX_DESTS, O_ALLOW_HOST, O_DENY, O_CPUS,
-	       O_PIDS_MAX, O_UID_RANGE, O_NO_JAIL };
+	       O_PIDS_MAX, O_UID_RANGE, O_NO_JAIL, O_GET_KEEP_MODES, O_JSON_FD, O_RESULT };
 	static const struct option opts[] = {
 		{ "kernel", required_argument, NULL, O_KERNEL },
 		{ "rootfs", required_argument, NULL, O_ROOTFS },
@@ -417,6 +437,9 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 		{ "pids-max", required_argument, NULL, O_PIDS_MAX },
 		{ "uid-range", required_argument, NULL, O_UID_RANGE },
 		{ "no-jail", no_argument, NULL, O_NO_JAIL },
+		{ "get-keep-modes", no_argument, NULL, O_GET_KEEP_MODES },
+		{ "json-fd", required_argument, NULL, O_JSON_FD },
+		{ "result", required_argument, NULL, O_RESULT },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t v;
@@ -432,6 +455,7 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 	o->pids_max = RUN_DEFAULT_PIDS_MAX;
 	o->uid_base = RUN_DEFAULT_UID_BASE;
 	o->uid_count = RUN_DEFAULT_UID_COUNT;
+	o->json_fd = -1;
 	optind = 0;
 	opterr = 0;
 	while (!err && (c = getopt_long(argc, argv, "+:", opts, NULL)) != -1) {
@@ -549,6 +573,20 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 		case O_NO_JAIL:
 			o->no_jail = true;
 			break;
+		case O_GET_KEEP_MODES:
+			o->get_keep_modes = true;
+			break;
+		case O_JSON_FD:
+			/* 0 is the job's stdin; 1 and 2 carry its output. */
+			err = cli_num_opt("--json-fd", optarg, 3, 1023, &v);
+			if (!err)
+				o->json_fd = v;
+			break;
+		case O_RESULT:
+			if (!*optarg)
+				err = husk_seterr(EINVAL, "--result needs a file name");
+			o->result = optarg;
+			break;
 		case O_HELP:
 			o->help = true;
 			return 0;
@@ -562,6 +600,8 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 		return husk_seterr(EINVAL, "no command given: husk run [OPTIONS] -- CMD [ARGS...]");
 	if (o->get_always && !o->nr_get)
 		return husk_seterr(EINVAL, "--get-always without --get");
+	if (o->get_keep_modes && !o->nr_get)
+		return husk_seterr(EINVAL, "--get-keep-modes without --get");
 	if (o->nr_allow && o->net != RUN_NET_EGRESS)
 		return husk_seterr(EINVAL, "--allow needs --net egress");
 	if (o->nr_allow_host && o->net != RUN_NET_EGRESS)

@@ -39,8 +39,14 @@
 #define RUN_MIN_PIDS_MAX 16
 #define RUN_MAX_PIDS_MAX 4194304		/* the kernel's PID_MAX_LIMIT */
 #define RUN_PIDS_OVERHEAD 8
-/* --uid-range: host uids the jail hands out, one VM each. */
-#define RUN_DEFAULT_UID_BASE 200000
+/*
+ * --uid-range: host uids the jail hands out, one VM each. The default sits
+ * above what /etc/subuid ranges (100000 + 65536 per user), systemd's
+ * container ranges (524288..1879048191) and ordinary accounts use, and below
+ * 2^31 (some tools treat uids as signed); jail_uid_lease() also skips any
+ * uid of it that turns out to be someone's.
+ */
+#define RUN_DEFAULT_UID_BASE 1879048192		/* 0x70000000 */
 #define RUN_DEFAULT_UID_COUNT 4096
 #define RUN_UID_NOBODY 65534			/* the kernel's overflow uid */
 
@@ -97,6 +103,7 @@ struct run_opts {
 	struct run_xfer get[RUN_MAX_GETS];
 	unsigned nr_get;
 	bool get_always;
+	bool get_keep_modes;		/* --get files keep the guest's execute bits */
 	enum run_net net;
 	struct run_allow allow[RUN_MAX_ALLOW];
 	unsigned nr_allow;
@@ -115,7 +122,9 @@ struct run_opts {
 	uint32_t uid_count;		/* never 0, RUN_UID_NOBODY or (uid_t)-1 */
 	bool no_jail;			/* --no-jail: run unconfined (the caller warns) */
 	bool stdin;
-	bool json;
+	bool json;			/* the record on stdout, as its last line */
+	int json_fd;			/* --json-fd N: the record on fd N; -1 none */
+	const char *result;		/* --result FILE: the record in FILE; NULL none */
 	bool verbose;
 	bool help;
 	char **argv;			/* the job: argv[0..argc) */
@@ -125,10 +134,12 @@ struct run_opts {
 /* Parse "husk run ..." (argv[0] is "run"). Returns 0 or -EINVAL. */
 int cli_parse_run(int argc, char **argv, struct run_opts *o);
 /*
- * A workspace-relative guest path: not empty, no ".." component, at most
- * 4095 bytes; a leading "/tmp/workspace/" is accepted and stripped.
+ * A workspace-relative guest path, normalized in place: a leading
+ * "/tmp/workspace/" is stripped, repeated and trailing slashes go; what is
+ * left must be non-empty, at most 4095 bytes, without "." or ".."
+ * components. NULL when it is not such a path.
  */
-const char *cli_workspace_path(const char *p);
+char *cli_workspace_path(char *p);
 /*
  * Parse one --allow value: "CIDR[:tcp|udp|icmp|any[:P[-P],...]]" where CIDR
  * is "a.b.c.d/len" or "[ipv6]/len".

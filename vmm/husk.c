@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "host_file.h"
 #include "cli.h"
 #include "json.h"
 #include "run.h"
@@ -32,22 +33,12 @@
 #define EXIT_TIMEOUT 5
 #define CONSOLE_FLUSH_MS 20
 
+/* "-" is husk's stdout; anything else a regular file (host_file.h). */
 static int open_console(const char *path)
 {
-	struct stat st;
-	int fd;
-
 	if (!strcmp(path, "-"))
 		return STDOUT_FILENO;
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
-	if (fd < 0)
-		return husk_seterr(errno, "cannot open console file %s: %s", path, strerror(errno));
-	if (fstat(fd, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode) ||
-				     S_ISFIFO(st.st_mode))) {
-		close(fd);
-		return husk_seterr(EINVAL, "console %s is not a file, pipe or character device", path);
-	}
-	return fd;
+	return host_open_output(path, "--console");
 }
 
 /*
@@ -195,6 +186,10 @@ static int cmd_boot(int argc, char **argv, uint64_t start, uint64_t start_wall)
 		return 0;
 	}
 	husk_verbose = o.verbose;
+	if (seccomp_env_check()) {
+		fprintf(stderr, "husk boot: %s\n", husk_lasterr());
+		return EXIT_USAGE;
+	}
 	fd = open_console(o.console);
 	if (fd < 0) {
 		husk_msg("%s", husk_lasterr());
@@ -276,6 +271,13 @@ static int cmd_run(int argc, char **argv, uint64_t start)
 		return 0;
 	}
 	husk_verbose = o.verbose;
+	/* Without the jail there are no filters to weaken. */
+	if (o.no_jail)
+		seccomp_env_unlocked = true;
+	if (seccomp_env_check()) {
+		fprintf(stderr, "husk run: %s\n", husk_lasterr());
+		return EXIT_USAGE;
+	}
 	block_signals();
 	code = run_job(&o, start, &r);
 	if (r.error[0])
@@ -288,8 +290,6 @@ static int cmd_run(int argc, char **argv, uint64_t start)
 			 "vm_exit=%lld teardown=%lld", (long long)r.t_first_run,
 			 (long long)r.t_init, (long long)r.t_job_start, (long long)r.t_job_end,
 			 (long long)r.t_exit, (long long)r.t_teardown);
-	if (o.json)
-		run_print_json(&r);
 	return code;
 }
 

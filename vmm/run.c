@@ -34,6 +34,7 @@
 #include "cgroup.h"
 #include "config.h"
 #include "egress.h"
+#include "host_file.h"
 #include "jail.h"
 #include "json.h"
 #include "kvm.h"
@@ -46,6 +47,10 @@
 /* The VM process enforces --timeout and its boot allowance; this is the backstop. */
 #define BACKSTOP_US (90ull * 1000000)
 #define PVM_BACKSTOP_US (1860ull * 1000000)
+/* After a signal is passed on, the VM process has this long to end. */
+#define SIGNAL_GRACE_US (700ull * 1000)
+/* Inflated --get bytes extracted per pass before the stop checks run again. */
+#define GET_BUDGET (128 * 1024)
 #define RUNDIR_PREFIX "husk-run-"
 #define RUNDIR_LOCK "lock"
 
@@ -69,7 +74,15 @@ struct sup {
 	pid_t pid;
 	int wstatus;
 	bool exited;
+	bool stopping;			/* a signal asked us to stop: --get data is dropped */
+	bool child_gone;		/* pidfd readable: reap once the channel is drained */
+	/* The VM process's message being worked on (one at a time). */
+	uint8_t *msg;			/* RUN_CHAN_MAX bytes */
+	size_t msg_len, msg_off;	/* payload bytes and how far extraction got */
+	bool msg_on;
 	uint64_t backstop;
+	uint64_t kill_at;		/* SIGKILL the VM process then, 0 = not yet */
+	int result_fd;			/* --result FILE, opened at the start */
 	char error[512];		/* the supervisor's own reason to end the run */
 };
 
@@ -288,83 +301,162 @@ static void stop_vm(struct sup *S, const char *why)
 		kill(S->pid, SIGKILL);
 }
 
-static void on_chan(struct sup *S)
+/* The run is over for --get data: what is queued or half done is dropped. */
+static bool discarding(const struct sup *S)
 {
-	static uint8_t buf[RUN_CHAN_MAX];
-	struct chan_hdr h;
-	ssize_t n = recv(S->chan, buf, sizeof(buf), MSG_DONTWAIT);
-	int err;
+	return S->stopping || S->error[0];
+}
 
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return;
-	if (n < (ssize_t)sizeof(h)) {
-		close(S->chan);		/* the VM process is going */
+/* Take one message from the VM process into S->msg: 1 taken, 0 none waiting, -1 gone. */
+static int recv_chan(struct sup *S)
+{
+	struct chan_hdr h;
+	ssize_t n = run_chan_recv(S->chan, S->msg, RUN_CHAN_MAX);
+
+	if (!n)
+		return 0;
+	if (n < 0) {
+		if (n != -EPIPE) {
+			/* It broke the rules: nothing more it says is believed. */
+			stop_vm(S, husk_lasterr());
+			kill(S->pid, SIGKILL);
+		}
+		close(S->chan);
 		S->chan = -1;
+		return -1;
+	}
+	memcpy(&h, S->msg, sizeof(h));
+	if (discarding(S))
+		return 1;
+	if (h.type != CHAN_GET_DATA && h.type != CHAN_GET_END) {
+		stop_vm(S, "the VM process sent an unknown message");
+		return 1;
+	}
+	S->msg_len = n - sizeof(h);
+	S->msg_off = 0;
+	S->msg_on = true;
+	return 1;
+}
+
+/* A bounded step of the message at hand: GET_BUDGET inflated bytes at most. */
+static void work_msg(struct sup *S)
+{
+	struct chan_hdr h;
+	ssize_t n;
+	int err = 0;
+
+	memcpy(&h, S->msg, sizeof(h));
+	if (discarding(S)) {
+		S->msg_on = false;
 		return;
 	}
-	memcpy(&h, buf, sizeof(h));
-	if (h.type == CHAN_GET_DATA)
-		err = run_files_get_data(&S->files, h.idx, buf + sizeof(h), n - sizeof(h));
-	else if (h.type == CHAN_GET_END)
+	if (S->msg_off < S->msg_len || run_files_get_busy(&S->files, h.idx)) {
+		n = run_files_get_data(&S->files, h.idx, S->msg + sizeof(h) + S->msg_off,
+				       S->msg_len - S->msg_off, GET_BUDGET);
+		if (n < 0)
+			err = (int)n;
+		else
+			S->msg_off += n;
+		if (!err && (S->msg_off < S->msg_len || run_files_get_busy(&S->files, h.idx)))
+			return;
+	}
+	if (!err && h.type == CHAN_GET_END)
 		err = run_files_get_end(&S->files, h.idx);
-	else
-		err = husk_seterr(EPROTO, "the VM process sent message type %u", h.type);
+	S->msg_on = false;
 	if (err)
 		stop_vm(S, husk_lasterr());
 }
 
+static void on_signal(struct sup *S)
+{
+	struct signalfd_siginfo si;
+
+	if (read(S->sfd, &si, sizeof(si)) != sizeof(si))
+		return;
+	if (!S->r->signal)
+		S->r->signal = si.ssi_signo;
+	S->stopping = true;
+	kill(S->pid, si.ssi_signo);
+	if (!S->kill_at)
+		S->kill_at = now_us() + SIGNAL_GRACE_US;
+}
+
+/* Milliseconds to the next deadline of ours, at most one second. */
+static int next_timeout(const struct sup *S)
+{
+	uint64_t now = now_us(), next = S->backstop;
+
+	if (S->kill_at && S->kill_at < next)
+		next = S->kill_at;
+	if (next <= now)
+		return 0;
+	return next - now > 1000000 ? 1000 : (int)((next - now + 999) / 1000);
+}
+
+/*
+ * Wait for the VM process while extracting what it sends. Whatever it
+ * sends, each pass does a bounded step of work and then looks at signals,
+ * the egress filter, the backstop and the kill deadline. Once the VM
+ * process is gone, what it left in the channel is finished before it is
+ * reaped (its last --get data may still be queued).
+ */
 static void supervise(struct sup *S)
 {
 	while (!S->exited) {
+		bool take = S->chan >= 0 && !S->msg_on;
 		struct pollfd p[4] = {
 			{ .fd = S->pidfd, .events = POLLIN },
 			{ .fd = S->sfd, .events = POLLIN },
-			{ .fd = S->chan, .events = POLLIN },
+			{ .fd = take ? S->chan : -1, .events = POLLIN },
 			{ .fd = run_net_events_fd(S->net), .events = POLLIN },
 		};
+		bool busy = S->msg_on || (S->child_gone && S->chan >= 0);
 		char why[256];
-		int r = poll(p, 4, 1000);
+		uint64_t now;
+		int r = poll(p, 4, busy ? 0 : next_timeout(S));
 
 		if (r < 0 && errno != EINTR) {
 			stop_vm(S, "poll failed");
 			kill(S->pid, SIGKILL);
 		}
-		/* Drain the VM process's messages before noticing it exited. */
-		if (p[2].revents & (POLLIN | POLLHUP | POLLERR)) {
-			on_chan(S);
-			continue;
-		}
-		if (p[0].revents & POLLIN) {
-			if (waitpid(S->pid, &S->wstatus, WNOHANG) == S->pid)
-				S->exited = true;
-			continue;
-		}
-		if (p[1].revents & POLLIN) {
-			struct signalfd_siginfo si;
-
-			if (read(S->sfd, &si, sizeof(si)) == sizeof(si)) {
-				S->r->signal = si.ssi_signo;
-				kill(S->pid, si.ssi_signo);
-			}
-		}
+		if (p[1].revents & POLLIN)
+			on_signal(S);
 		if ((p[3].revents & POLLIN) && run_net_poll(S->net, why, sizeof(why)))
 			stop_vm(S, why);
-		if (now_us() > S->backstop) {
+		if (p[0].revents & POLLIN)
+			S->child_gone = true;
+		if (S->msg_on)
+			work_msg(S);
+		else if (take && ((p[2].revents & (POLLIN | POLLHUP | POLLERR)) || S->child_gone) &&
+			 recv_chan(S) > 0 && S->msg_on)
+			work_msg(S);
+		/* Gone: reap once its messages are done (or not wanted any more). */
+		if (S->child_gone && (S->chan < 0 || discarding(S)) && !S->msg_on &&
+		    waitpid(S->pid, &S->wstatus, WNOHANG) == S->pid)
+			S->exited = true;
+		now = now_us();
+		if (!S->exited && now > S->backstop) {
 			stop_vm(S, "the VM process did not end by its deadline; killed");
 			kill(S->pid, SIGKILL);
 		}
+		if (!S->exited && S->kill_at && now >= S->kill_at)
+			kill(S->pid, SIGKILL);
 	}
 }
 
 /* How the VM process ended, into r (the shared record is now final). */
-static void collect(struct sup *S)
+static void collect(struct sup *S, uint64_t start)
 {
 	struct run_result *r = S->r;
 	int sig = r->signal;
 
-	*r = S->sh->r;
-	if (sig && !r->signal)
+	run_report_import(r, &S->sh->vm, (int64_t)(now_us() - start));
+	S->sh->seccomp_report[sizeof(S->sh->seccomp_report) - 1] = '\0';
+	if (sig) {
+		/* husk was asked to stop: that is how the VM ended, whatever it says. */
 		r->signal = sig;
+		r->reason = VM_STOP_SIGNAL;
+	}
 	if (S->error[0]) {
 		snprintf(r->error, sizeof(r->error), "%s", S->error);
 		if (r->reason == VM_RUNNING || r->reason == VM_STOP_POWEROFF)
@@ -479,6 +571,48 @@ static void teardown_cgroup(struct sup *S)
 	S->cg_on = false;
 }
 
+/* ---- the result record ---- */
+
+static void record_to_fd(int fd, const struct run_result *r, const char *what)
+{
+	int dfd = dup(fd);
+	FILE *f = dfd >= 0 ? fdopen(dfd, "w") : NULL;
+
+	if (!f) {
+		if (dfd >= 0)
+			close(dfd);
+		husk_msg("cannot write the result record to %s: %s", what, strerror(errno));
+		return;
+	}
+	run_record_json(f, r);
+	if (fclose(f))
+		husk_msg("cannot write the result record to %s: %s", what, strerror(errno));
+}
+
+/*
+ * Where the record was asked for. On stdout it follows the job's output,
+ * which the job chose: a newline first if that output ended mid-line, so the
+ * record is always a line of its own and the last one (nothing of the
+ * job's can come after it). --json-fd and --result are beyond the job's
+ * reach altogether.
+ */
+static void deliver_record(struct sup *S)
+{
+	const struct run_opts *o = S->o;
+	const struct run_result *r = S->r;
+
+	if (o->json) {
+		if (r->stdout_open_line)
+			fputc('\n', stdout);
+		run_record_json(stdout, r);
+		fflush(stdout);
+	}
+	if (o->json_fd >= 0)
+		record_to_fd(o->json_fd, r, "--json-fd");
+	if (S->result_fd >= 0)
+		record_to_fd(S->result_fd, r, o->result);
+}
+
 /* ---- the run ---- */
 
 static int prepare(struct sup *S)
@@ -503,12 +637,17 @@ static int prepare(struct sup *S)
 	if (err)
 		return err;
 	if (o->console) {
-		S->console_fd = open(o->console, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
-				     O_NOCTTY, 0644);
+		S->console_fd = host_open_output(o->console, "--console");
 		if (S->console_fd < 0)
-			return husk_seterr(errno, "cannot open console file %s: %s", o->console,
-					   strerror(errno));
+			return S->console_fd;
 	}
+	if (o->result) {
+		S->result_fd = host_open_output(o->result, "--result");
+		if (S->result_fd < 0)
+			return S->result_fd;
+	}
+	if (o->json_fd >= 0 && (fcntl(o->json_fd, F_GETFL) & O_ACCMODE) == O_RDONLY)
+		return husk_seterr(EBADF, "--json-fd %d: not open for writing", o->json_fd);
 	if (o->net == RUN_NET_EGRESS) {
 		err = run_net_setup(&S->net, o, &S->tap_fd, S->mac, &S->lease);
 		if (err)
@@ -525,7 +664,7 @@ static int prepare(struct sup *S)
 int run_job(const struct run_opts *o, uint64_t start, struct run_result *r)
 {
 	struct sup S;
-	struct run_result *sr;
+	struct run_vm_report *sr;
 	bool commit;
 
 	memset(r, 0, sizeof(*r));
@@ -533,16 +672,21 @@ int run_job(const struct run_opts *o, uint64_t start, struct run_result *r)
 	S.o = o;
 	S.r = r;
 	S.dir_lock = S.tap_fd = S.console_fd = S.chan = S.sfd = S.pidfd = S.uid_lock = -1;
+	S.result_fd = -1;
 	run_files_init(&S.files, o);
 	S.sh = mmap(NULL, sizeof(*S.sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
 		    -1, 0);
-	if (S.sh == MAP_FAILED) {
+	S.msg = malloc(RUN_CHAN_MAX);
+	if (S.sh == MAP_FAILED || !S.msg) {
+		if (S.sh != MAP_FAILED)
+			munmap(S.sh, sizeof(*S.sh));
+		free(S.msg);
 		snprintf(r->error, sizeof(r->error), "out of memory");
 		return r->exit_code = RUN_EXIT_FAILURE;
 	}
-	sr = &S.sh->r;
+	sr = &S.sh->vm;
 	sr->t_first_run = sr->t_init = sr->t_job_start = sr->t_job_end = sr->t_exit = -1;
-	sr->start_epoch_us = wall_us() - (now_us() - start);
+	r->start_epoch_us = wall_us() - (now_us() - start);
 	S.backstop = start + o->timeout_sec * 1000000u +
 		     (kvm_host_is_pvm() ? PVM_BACKSTOP_US : BACKSTOP_US);
 
@@ -556,7 +700,7 @@ int run_job(const struct run_opts *o, uint64_t start, struct run_result *r)
 		if (!S.exited && waitpid(S.pid, &S.wstatus, 0) == S.pid)
 			S.exited = true;
 	}
-	collect(&S);
+	collect(&S, start);
 	if (!S.pid)
 		r->reason = VM_STOP_HOST_ERROR;
 	run_net_teardown(S.net, r);
@@ -584,138 +728,14 @@ int run_job(const struct run_opts *o, uint64_t start, struct run_result *r)
 	if (S.uid_lock >= 0)
 		close(S.uid_lock);	/* the VM process is reaped: the uid is free */
 	r->jail_uid = S.jail ? S.uid : 0;
+	if (!S.jail)
+		r->jailed = false;
 	munmap(S.sh, sizeof(*S.sh));
+	free(S.msg);
 	r->t_teardown = now_us() - start;
+	deliver_record(&S);
+	if (S.result_fd >= 0)
+		close(S.result_fd);
 	return r->exit_code;
 }
 
-/* "cgroup": the VM process's group on the host and what it used. */
-static void print_cgroup(FILE *f, const struct run_result *r)
-{
-	if (!r->cg_on) {
-		fputs(",\"cgroup\":null", f);
-		return;
-	}
-	fprintf(f, ",\"cgroup\":{\"mode\":\"%s\"", r->cg_mode);
-	if (r->cg_have & CGROUP_USAGE_CPU)
-		fprintf(f, ",\"cpu_us\":%llu", (unsigned long long)r->cg_cpu_us);
-	if (r->cg_have & CGROUP_USAGE_THROTTLED)
-		fprintf(f, ",\"cpu_throttled_us\":%llu", (unsigned long long)r->cg_throttled_us);
-	if (r->cg_have & CGROUP_USAGE_MEM_PEAK)
-		fprintf(f, ",\"memory_peak_bytes\":%llu", (unsigned long long)r->cg_mem_peak);
-	if (r->cg_have & CGROUP_USAGE_OOM)
-		fprintf(f, ",\"oom_kills\":%llu", (unsigned long long)r->cg_oom_kills);
-	fputc('}', f);
-}
-
-/* "denied_destinations": the first distinct ones the filter refused. */
-static void print_denied(FILE *f, const struct run_result *r)
-{
-	char addr[INET6_ADDRSTRLEN];
-	unsigned i;
-
-	fputs(",\"denied_destinations\":[", f);
-	for (i = 0; i < r->nr_denied; i++) {
-		const struct egress_denied_dst *d = &r->denied[i];
-		const char *proto = d->proto == IPPROTO_TCP ? "tcp" : d->proto == IPPROTO_UDP ?
-				    "udp" : d->proto == IPPROTO_ICMP || d->proto == IPPROTO_ICMPV6 ?
-				    "icmp" : "other";
-
-		if (!inet_ntop(d->family == 6 ? AF_INET6 : AF_INET, d->addr, addr, sizeof(addr)))
-			snprintf(addr, sizeof(addr), "?");
-		fprintf(f, "%s{\"address\":\"%s\",\"protocol\":\"%s\",\"port\":%u,"
-			"\"reason\":\"%s\"}", i ? "," : "", addr, proto, d->port,
-			egress_reason_name(d->reason));
-	}
-	fputc(']', f);
-}
-
-/* The DNS proxy's part of the network section. */
-static void print_dns(FILE *f, const struct run_result *r)
-{
-	unsigned i;
-
-	if (!r->dns_on) {
-		fputs(",\"dns\":null", f);
-		return;
-	}
-	fprintf(f, ",\"dns\":{\"queries\":%llu,\"allowed\":%llu,\"refused\":%llu,"
-		"\"failed\":%llu,\"malformed\":%llu,\"refused_names\":[",
-		(unsigned long long)r->dns.queries, (unsigned long long)r->dns.allowed,
-		(unsigned long long)r->dns.refused, (unsigned long long)r->dns.failed,
-		(unsigned long long)r->dns.malformed);
-	for (i = 0; i < r->nr_dns_refused; i++) {
-		if (i)
-			fputc(',', f);
-		json_string(f, r->dns_refused[i]);
-	}
-	fputs("]}", f);
-}
-
-void run_print_json(const struct run_result *r)
-{
-	FILE *f = stdout;
-
-	fprintf(f, "{\"exit_code\":%d,\"job\":{\"started\":%s,\"exited\":%s,", r->exit_code,
-		r->job_started ? "true" : "false", r->job_exited ? "true" : "false");
-	if (r->job_exited && !r->job_signal)
-		fprintf(f, "\"exit\":%d,\"signal\":null,", r->job_code);
-	else if (r->job_exited)
-		fprintf(f, "\"exit\":null,\"signal\":%d,", r->job_signal);
-	else
-		fprintf(f, "\"exit\":null,\"signal\":null,");
-	fprintf(f, "\"timed_out\":%s,\"cpu_user_us\":%llu,\"cpu_sys_us\":%llu,"
-		"\"peak_rss_kib\":%llu},", r->timed_out ? "true" : "false",
-		(unsigned long long)r->user_us, (unsigned long long)r->sys_us,
-		(unsigned long long)r->maxrss_kib);
-	fprintf(f, "\"vm_stop\":\"%s\",\"error\":", vm_reason_name(r->reason));
-	if (r->error[0])
-		json_string(f, r->error);
-	else
-		fputs("null", f);
-	fprintf(f, ",\"bytes\":{\"stdout\":%llu,\"stderr\":%llu,\"stdout_dropped\":%llu,"
-		"\"stderr_dropped\":%llu},\"files_committed\":%s,"
-		"\"start_epoch_us\":%llu,\"timings_us\":{\"process_start\":0,"
-		"\"first_kvm_run\":%lld,\"init\":%lld,\"job_start\":%lld,\"job_end\":%lld,"
-		"\"vm_exit\":%lld,\"teardown\":%lld}",
-		(unsigned long long)r->stdout_bytes, (unsigned long long)r->stderr_bytes,
-		(unsigned long long)r->stdout_dropped, (unsigned long long)r->stderr_dropped,
-		r->files_committed ? "true" : "false", (unsigned long long)r->start_epoch_us,
-		(long long)r->t_first_run, (long long)r->t_init, (long long)r->t_job_start,
-		(long long)r->t_job_end, (long long)r->t_exit, (long long)r->t_teardown);
-	fprintf(f, ",\"jail\":{\"confined\":%s,\"uid\":", r->jailed ? "true" : "false");
-	if (r->jailed)
-		fprintf(f, "%u}", r->jail_uid);
-	else
-		fputs("null}", f);
-	print_cgroup(f, r);
-	if (r->net) {
-		const struct egress_counters *c = &r->net_ctr;
-		unsigned i;
-
-		/* Counters are null when the filter could not be read. */
-		fputs(",\"network\":{\"mode\":\"egress\",\"anomaly\":", f);
-		if (r->anomaly[0])
-			json_string(f, r->anomaly);
-		else
-			fputs("null", f);
-		if (r->net_counters) {
-			fprintf(f, ",\"packets_out\":%llu,\"bytes_out\":%llu,\"drops\":%llu,"
-				"\"drops_by_reason\":{", (unsigned long long)c->packets,
-				(unsigned long long)c->bytes, (unsigned long long)c->dropped);
-			for (i = 0; i < EGRESS_DROP__MAX; i++)
-				fprintf(f, "%s\"%s\":%llu", i ? "," : "", egress_reason_name(i),
-					(unsigned long long)c->drops[i]);
-			fprintf(f, "},\"packets_in\":%llu,\"bytes_in\":%llu",
-				(unsigned long long)c->in_packets, (unsigned long long)c->in_bytes);
-		} else {
-			fputs(",\"packets_out\":null,\"bytes_out\":null,\"drops\":null,"
-			      "\"drops_by_reason\":null,\"packets_in\":null,\"bytes_in\":null", f);
-		}
-		print_denied(f, r);
-		print_dns(f, r);
-		fputc('}', f);
-	}
-	fputs("}\n", f);
-	fflush(f);
-}

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "../bpf/egress.h"
 #include "dns_proxy.h"
@@ -31,6 +32,7 @@ struct run_result {
 	uint64_t stdout_bytes, stderr_bytes;	/* everything the job wrote */
 	uint64_t stdout_dropped, stderr_dropped;	/* beyond --max-output */
 	bool files_committed;
+	bool stdout_open_line;		/* the job's stdout did not end with '\n' */
 	enum vm_stop_reason reason;
 	int signal;			/* the signal that stopped husk, if one did */
 	char error[512];		/* why husk or the VM failed, if it did */
@@ -57,7 +59,9 @@ struct run_result {
 
 /* Run the job; fills r and returns husk's exit status. */
 int run_job(const struct run_opts *o, uint64_t start_us, struct run_result *r);
-/* The --json record. */
-void run_print_json(const struct run_result *r);
+/* The result record's "schema": bumped when a field changes meaning or goes. */
+#define RUN_RECORD_SCHEMA "husk.run/1"
+/* Write the JSON result record, one line with its '\n', to f. */
+void run_record_json(FILE *f, const struct run_result *r);
 
 #endif

@@ -5,11 +5,14 @@
  * --put: every source is packed into one gzip'd tar stream before the VM
  * process starts, back to back in an unlinked file the VM process reads.
  * --get: the guest's tar stream is extracted, with tar.c's checks, into a
- * private staging directory inside each target; only when the run succeeds
- * is every staged entry renamed into place (RENAME_NOREPLACE, all or nothing
- * per target). Nothing of a failed or killed run stays behind: staging
- * directories of husks that died are removed by the next run using that
- * target.
+ * private staging directory inside each target. The guest does not choose
+ * what lands: only the requested path (and what lies below it) is accepted,
+ * files lose their execute bits unless --get-keep-modes, everything belongs
+ * to the invoking user (host_owner), and the stream's size, entry count and
+ * inflate ratio are capped. Only when the run succeeds is the one staged
+ * name renamed into each target (RENAME_NOREPLACE), for all targets or for
+ * none. Nothing of a failed or killed run stays behind: staging directories
+ * of husks that died are removed by the next run using that target.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -21,11 +24,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "host_file.h"
 #include "run_int.h"
 #include "tar.h"
 #include "util.h"
 
 #define STAGE_PREFIX ".husk-get-"
+/*
+ * Past its first TAR_RATIO_GRACE bytes a --get stream may inflate at most
+ * this much: text and binaries compress 2-20:1, so only a stream built to
+ * make husk inflate (a run of zeros, endless padding) gets near it.
+ */
+#define GET_MAX_RATIO 256
 
 void run_files_init(struct run_files *f, const struct run_opts *o)
 {
@@ -138,7 +148,7 @@ int run_files_build_puts(struct run_files *f, const char *dir, uint64_t *lens)
 	return 0;
 }
 
-int run_files_get_data(struct run_files *f, unsigned idx, const void *p, size_t n)
+static int get_extractor(struct run_files *f, unsigned idx)
 {
 	struct run_get *g;
 
@@ -146,15 +156,43 @@ int run_files_get_data(struct run_files *f, unsigned idx, const void *p, size_t 
 		return husk_seterr(EPROTO, "the guest sent files that were not asked for");
 	g = &f->gets[idx];
 	if (!g->x) {
-		struct tar_limits lim = { .max_bytes = TAR_DEFAULT_MAX_BYTES, .max_entries = TAR_DEFAULT_MAX_ENTRIES };
+		struct tar_limits lim = {
+			.max_bytes = TAR_DEFAULT_MAX_BYTES,
+			.max_entries = TAR_DEFAULT_MAX_ENTRIES,
+			.max_ratio = GET_MAX_RATIO,
+			.only = f->o->get[idx].guest,
+			.strip_exec = !f->o->get_keep_modes,
+		};
+		uid_t uid;
+		gid_t gid;
 
 		g->x = tar_extract_new(g->tmpfd, &lim);
 		if (!g->x)
 			return husk_seterr(ENOMEM, "out of memory for --get");
+		host_owner(g->dirfd, &uid, &gid);
+		if (uid != (uid_t)-1)
+			tar_extract_set_owner(g->x, uid, gid);
 	}
-	if (n && tar_extract_feed(g->x, p, n) < 0)
-		return husk_seterr(EPROTO, "--get %s: %s", f->o->get[idx].guest, husk_lasterr());
 	return 0;
+}
+
+ssize_t run_files_get_data(struct run_files *f, unsigned idx, const void *p, size_t n,
+			   size_t budget)
+{
+	ssize_t used;
+	int err = get_extractor(f, idx);
+
+	if (err)
+		return err;
+	used = tar_extract_feed_some(f->gets[idx].x, p, n, budget);
+	if (used < 0)
+		return husk_seterr(EPROTO, "--get %s: %s", f->o->get[idx].guest, husk_lasterr());
+	return used;
+}
+
+bool run_files_get_busy(const struct run_files *f, unsigned idx)
+{
+	return idx < f->o->nr_get && f->gets[idx].x && tar_extract_busy(f->gets[idx].x);
 }
 
 int run_files_get_end(struct run_files *f, unsigned idx)
@@ -162,7 +200,7 @@ int run_files_get_end(struct run_files *f, unsigned idx)
 	struct run_get *g;
 	int err;
 
-	err = run_files_get_data(f, idx, NULL, 0);	/* creates the extractor */
+	err = get_extractor(f, idx);
 	if (err)
 		return err;
 	g = &f->gets[idx];
@@ -172,38 +210,82 @@ int run_files_get_end(struct run_files *f, unsigned idx)
 	return 0;
 }
 
-/* Move every staged entry into place, or nothing if any name is taken. */
-static int commit_get(struct run_files *f, unsigned i)
+/*
+ * The one name a target receives: the first component of the requested
+ * path (the extractor let nothing else in). "" when the guest sent an empty
+ * archive (the path did not exist there).
+ */
+static int staged_name(struct run_files *f, unsigned i, char *name, size_t cap)
 {
 	struct run_get *g = &f->gets[i];
+	const char *want = f->o->get[i].guest;
+	size_t n = strcspn(want, "/");
 	struct dirent *de;
-	struct stat st;
-	int fd, err = 0, pass;
+	int fd, err = 0;
 	DIR *d;
 
 	if (!g->complete)
-		return husk_seterr(EPROTO, "--get %s: the guest never sent it", f->o->get[i].guest);
-	for (pass = 0; pass < 2 && !err; pass++) {
-		fd = dup(g->tmpfd);
-		d = fd >= 0 ? fdopendir(fd) : NULL;
-		if (!d) {
-			if (fd >= 0)
-				close(fd);
-			return husk_seterr(errno, "cannot read the staging directory");
+		return husk_seterr(EPROTO, "--get %s: the guest never sent it", want);
+	if (n >= cap)
+		return husk_seterr(ENAMETOOLONG, "--get %s: name too long", want);
+	fd = dup(g->tmpfd);
+	d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return husk_seterr(errno, "cannot read the staging directory");
+	}
+	name[0] = '\0';
+	rewinddir(d);
+	while (!err && (de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (strlen(de->d_name) != n || memcmp(de->d_name, want, n)) {
+			err = husk_seterr(EPERM, "--get %s: the staging directory holds \"%s\", "
+					  "which was not asked for; nothing was copied", want,
+					  de->d_name);
+		} else {
+			memcpy(name, want, n);
+			name[n] = '\0';
 		}
-		rewinddir(d);
-		while (!err && (de = readdir(d))) {
-			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-				continue;
-			if (pass == 0 && fstatat(g->dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-				err = husk_seterr(EEXIST, "--get would overwrite %s/%s; nothing was "
-						  "copied", f->o->get[i].host, de->d_name);
-			else if (pass == 1 && renameat2(g->tmpfd, de->d_name, g->dirfd, de->d_name,
-							RENAME_NOREPLACE) < 0)
-				err = husk_seterr(errno, "cannot move %s into %s: %s", de->d_name,
-						  f->o->get[i].host, strerror(errno));
-		}
-		closedir(d);
+	}
+	closedir(d);
+	return err;
+}
+
+/*
+ * Rename the staged name of every target into place, or nothing: a name
+ * that is taken anywhere stops the whole commit before anything moves, and a
+ * rename that fails half way moves back what already went.
+ */
+static int commit_gets(struct run_files *f)
+{
+	char names[RUN_MAX_GETS][256];
+	struct stat st;
+	unsigned i, done;
+	int err = 0;
+
+	for (i = 0; i < f->o->nr_get && !err; i++) {
+		err = staged_name(f, i, names[i], sizeof(names[i]));
+		if (!err && names[i][0] &&
+		    fstatat(f->gets[i].dirfd, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0)
+			err = husk_seterr(EEXIST, "--get would overwrite %s/%s; nothing was "
+					  "copied", f->o->get[i].host, names[i]);
+	}
+	for (done = 0; done < f->o->nr_get && !err; done++) {
+		struct run_get *g = &f->gets[done];
+
+		if (names[done][0] && renameat2(g->tmpfd, names[done], g->dirfd, names[done],
+						RENAME_NOREPLACE) < 0)
+			err = husk_seterr(errno, "cannot move %s into %s: %s; nothing was copied",
+					  names[done], f->o->get[done].host, strerror(errno));
+	}
+	if (err && done) {
+		/* done is one past the failed target: undo the ones before it. */
+		for (i = 0; i + 1 < done; i++)
+			if (names[i][0])
+				renameat2(f->gets[i].dirfd, names[i], f->gets[i].tmpfd, names[i],
+					  RENAME_NOREPLACE);
 	}
 	return err;
 }
@@ -219,9 +301,11 @@ bool run_files_close(struct run_files *f, bool commit)
 		if (g->x)
 			tar_extract_free(g->x);
 		g->x = NULL;
-		if (commit && !err && g->tmpfd >= 0)
-			err = commit_get(f, i);	/* its message stays in husk_lasterr() */
+		if (g->tmpfd < 0)
+			commit = false;		/* never staged: nothing to commit */
 	}
+	if (commit && f->o->nr_get)
+		err = commit_gets(f);		/* its message stays in husk_lasterr() */
 	for (i = 0; i < f->o->nr_get; i++) {
 		struct run_get *g = &f->gets[i];
 

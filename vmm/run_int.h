@@ -21,12 +21,17 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <stddef.h>
 
 #include "cli_run.h"
 #include "netpool.h"
 #include "run.h"
 
-#define RUN_CHAN_MAX (64 * 1024 + 16)	/* largest chan message */
+/*
+ * The largest chan message, header included. A larger one is an error on
+ * either side (SOCK_SEQPACKET would silently cut it).
+ */
+#define RUN_CHAN_MAX (sizeof(struct chan_hdr) + 64 * 1024)
 
 /* Supervisor -> VM process. */
 enum chan_down {
@@ -46,13 +51,49 @@ struct chan_hdr {
 	uint8_t pad[2];
 };
 
-/* Written by the VM process, read by the supervisor once it exited. */
-struct run_shared {
-	struct run_result r;
-	uint64_t put_len[RUN_MAX_PUTS];	/* bytes of each --put stream in put_fd */
-	char seccomp_report[256];	/* set by the SIGSYS handler */
-	bool jailed;			/* the VM process entered the full jail */
+/*
+ * One message from the channel (run_chan.c): its length (a header at
+ * least), 0 when none is waiting, or -EPIPE (the other end is gone),
+ * -EMSGSIZE (longer than cap: refused, not cut), -EPROTO (shorter than a
+ * header), -errno.
+ */
+ssize_t run_chan_recv(int fd, void *buf, size_t cap);
+
+/*
+ * How the job went, as the VM process saw it. The supervisor reads it once
+ * the VM process is gone and trusts none of it: a VM process the guest took
+ * over writes what it likes here. run_report_import() checks every field
+ * into the run_result; only plain integers and char arrays, so no value
+ * can be an invalid representation.
+ */
+struct run_vm_report {
+	uint8_t job_started, job_exited, timed_out, jailed;
+	uint8_t stdout_open_line;	/* the job's last stdout byte was not '\n' */
+	uint32_t job_code;		/* 0..255 when the job exited */
+	uint32_t job_signal;		/* 1..64 when a signal killed it, else 0 */
+	uint64_t user_us, sys_us, maxrss_kib;
+	uint64_t stdout_bytes, stderr_bytes, stdout_dropped, stderr_dropped;
+	uint32_t reason;		/* enum vm_stop_reason */
+	uint32_t signal;		/* the signal that stopped the VM process */
+	char error[512];
+	/* Microseconds since husk's start; -1 when a phase was not reached. */
+	int64_t t_first_run, t_init, t_job_start, t_job_end, t_exit;
 };
+
+/* Shared by the two processes (an anonymous MAP_SHARED mapping). */
+struct run_shared {
+	struct run_vm_report vm;	/* written by the VM process */
+	uint64_t put_len[RUN_MAX_PUTS];	/* by the supervisor: bytes of each --put stream */
+	char seccomp_report[256];	/* by the VM process's SIGSYS handler */
+};
+
+/*
+ * Copy the VM process's report into r, clamped: out-of-range numbers become
+ * "not known", strings are cut and NUL-terminated, timings that are not
+ * -1 or within [0, elapsed_us] become -1. Pure, for the unit tests.
+ */
+void run_report_import(struct run_result *r, const struct run_vm_report *v,
+		       int64_t elapsed_us);
 
 /* What the VM process gets from the supervisor. */
 struct run_vm_args {
@@ -96,8 +137,15 @@ void run_files_init(struct run_files *f, const struct run_opts *o);
 int run_files_open_gets(struct run_files *f);
 /* Build every --put stream into one unlinked file under dir. */
 int run_files_build_puts(struct run_files *f, const char *dir, uint64_t *lens);
-/* Bytes of --get idx from the VM process; -errno ends the run. */
-int run_files_get_data(struct run_files *f, unsigned idx, const void *p, size_t n);
+/*
+ * Bytes of --get idx from the VM process, extracted with about budget bytes
+ * of inflated work at most: returns the bytes consumed (the caller passes
+ * the rest again later, and calls with n = 0 while run_files_get_busy()),
+ * or -errno, which ends the run.
+ */
+ssize_t run_files_get_data(struct run_files *f, unsigned idx, const void *p, size_t n,
+			   size_t budget);
+bool run_files_get_busy(const struct run_files *f, unsigned idx);
 int run_files_get_end(struct run_files *f, unsigned idx);
 /*
  * Commit (all or nothing per target) when asked, else discard; frees.

@@ -8,7 +8,15 @@
  * of docs/protocol.md, forward stdin and output, pass --get streams up to
  * the supervisor, and enforce the deadline. Everything the guest sends is
  * checked; a guest that misbehaves ends the run as a VM failure, never as a
- * crash or a hang. How it went is written to the shared run_result.
+ * crash or a hang. How it went is written to the shared run_vm_report.
+ *
+ * The loop never blocks on a peer. Frames for guest-init wait in a queue
+ * that is written as the socket takes them (--put data and stdin are read
+ * only while the queue is short); --get data for the supervisor waits in
+ * one pending slot, and while it waits no more guest frames are read (so the
+ * guest's own vsock credit pushes back). Each wake-up handles a bounded
+ * number of frames, and the stop checks (the VM's end, signals, the
+ * supervisor, the deadline, stalls) run on every iteration.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -41,24 +49,44 @@
  */
 #define STALL_US (30ull * 1000000)
 #define PVM_STALL_US (600ull * 1000000)
+/* Before the job starts, guest-init must take what husk sends this fast. */
+#define WRITE_STALL_US (10ull * 1000000)
 #define CHUNK (64 * 1024)
+#define OUTQ_LOW (256 * 1024)		/* read --put data and stdin only below this */
+#define FRAMES_PER_WAKEUP 16
+#define BYTES_PER_WAKEUP (1u << 20)
 #define VSOCK_NAME "vsock"		/* relative: valid before and after pivot_root */
 
 enum run_state { S_CONNECT, S_HELLO, S_RUNNING, S_FILES_OUT, S_DONE };
 
+/* --get bytes on their way up to the supervisor, in RUN_CHAN_MAX pieces. */
+struct chan_out {
+	uint8_t *buf;			/* a FILES_OUT payload (owned), or NULL */
+	size_t off, len;
+	unsigned idx;
+	bool end;			/* CHAN_GET_END for idx follows */
+};
+
 struct rvm {
 	const struct run_vm_args *a;
 	const struct run_opts *o;
-	struct run_result *r;
+	struct run_vm_report *r;
 	struct vm *vm;
 	int lfd, cfd, sfd, in_fd, chan;
 	struct proto_reader rd;
+	struct proto_outq q;		/* frames for guest-init */
+	struct chan_out up;
 	enum run_state state;
 	unsigned get_idx;
+	unsigned put_idx;		/* --put stream being queued */
+	uint64_t put_off, put_left;	/* position in put_fd, bytes left of this stream */
+	bool put_open;			/* stream put_idx is being queued */
+	bool puts_queued;		/* every stream and its end are queued */
 	uint64_t deadline, done_at;
 	uint64_t connect_by;		/* guest-init must have connected by then */
-	uint64_t stall_us;
+	uint64_t stall_us, write_stall_us;
 	uint64_t last_rx;		/* last byte from guest-init */
+	uint64_t last_tx;		/* last byte guest-init took, or when q filled */
 };
 
 static int fail(struct rvm *R, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -82,7 +110,8 @@ static int64_t since_start(struct rvm *R)
 
 /* ---- supervisor channel ---- */
 
-static int chan_send(struct rvm *R, uint8_t type, unsigned idx, const void *p, size_t n)
+/* One message without waiting: 1 sent, 0 the socket is full, -errno. */
+static int chan_try(struct rvm *R, uint8_t type, unsigned idx, const void *p, size_t n)
 {
 	struct chan_hdr h = { .type = type, .idx = idx };
 	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)p, n } };
@@ -90,22 +119,57 @@ static int chan_send(struct rvm *R, uint8_t type, unsigned idx, const void *p, s
 	ssize_t w;
 
 	do
-		w = sendmsg(R->chan, &m, MSG_NOSIGNAL);
+		w = sendmsg(R->chan, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
 	while (w < 0 && errno == EINTR);
+	if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS))
+		return 0;
 	if (w < 0)
 		return husk_seterr(errno, "the supervisor is gone: %s", strerror(errno));
+	return 1;
+}
+
+/* Send what is pending up; 0 when all of it went (or some waits), -errno. */
+static int chan_pump(struct rvm *R)
+{
+	struct chan_out *u = &R->up;
+	int sent;
+
+	while (u->buf && u->off < u->len) {
+		size_t n = u->len - u->off;
+
+		if (n > RUN_CHAN_MAX - sizeof(struct chan_hdr))
+			n = RUN_CHAN_MAX - sizeof(struct chan_hdr);
+		sent = chan_try(R, CHAN_GET_DATA, u->idx, u->buf + u->off, n);
+		if (sent <= 0)
+			return sent;
+		u->off += n;
+	}
+	free(u->buf);
+	u->buf = NULL;
+	u->off = u->len = 0;
+	if (u->end) {
+		sent = chan_try(R, CHAN_GET_END, u->idx, NULL, 0);
+		if (sent <= 0)
+			return sent;
+		u->end = false;
+	}
 	return 0;
+}
+
+static bool chan_busy(const struct rvm *R)
+{
+	return R->up.buf || R->up.end;
 }
 
 /* CHAN_STOP from the supervisor (an egress anomaly, a --get it refused). */
 static void on_chan(struct rvm *R)
 {
 	uint8_t buf[512];
-	ssize_t n = recv(R->chan, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+	ssize_t n = run_chan_recv(R->chan, buf, sizeof(buf) - 1);
 
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+	if (!n)
 		return;
-	if (n < (ssize_t)sizeof(struct chan_hdr) || buf[0] != CHAN_STOP) {
+	if (n < 0 || buf[0] != CHAN_STOP) {
 		/* The supervisor died or spoke nonsense: nobody is left to report to. */
 		vm_stop(R->vm, VM_STOP_HOST_ERROR, 0, "lost the supervisor");
 		R->chan = -1;
@@ -135,39 +199,48 @@ static int listen_ctl(struct rvm *R)
 	return 0;
 }
 
-/* Send one frame; proto_send bounds the wait on this non-blocking socket. */
+/* Queue one frame for guest-init; the event loop writes it when it can. */
 static int ctl_send(struct rvm *R, uint16_t type, const void *p, uint32_t len)
 {
-	if (proto_send(R->cfd, type, p, len))
-		return husk_seterr(EPIPE, "the guest stopped reading its control channel (%s)",
-				   husk_lasterr());
-	return 0;
+	if (!proto_outq_len(&R->q))
+		R->last_tx = now_us();	/* the write-stall clock starts now */
+	return proto_outq_add(&R->q, type, p, len);
 }
 
-/* Each --put is its own gzip'd tar stream, ended by an empty chunk. */
-static int send_puts(struct rvm *R)
+/*
+ * Each --put is its own gzip'd tar stream, ended by an empty chunk; queued
+ * a chunk at a time while the queue is short, so a guest that reads slowly
+ * holds up only itself.
+ */
+static int queue_puts(struct rvm *R)
 {
 	uint8_t buf[CHUNK];
-	uint64_t off = 0, left;
-	unsigned i;
+	size_t n;
 	int err;
 
-	for (i = 0; i < R->o->nr_put; i++) {
-		for (left = R->a->sh->put_len[i]; left; ) {
-			size_t n = left < sizeof(buf) ? left : sizeof(buf);
-
-			err = read_exact_at(R->a->put_fd, buf, n, off);
-			if (err)
-				return husk_seterr(err, "cannot read the staged --put files");
-			err = ctl_send(R, P_FILES_IN, buf, n);
+	while (!R->puts_queued && proto_outq_len(&R->q) < OUTQ_LOW) {
+		if (R->put_open && !R->put_left) {
+			err = ctl_send(R, P_FILES_IN, NULL, 0);	/* end of this stream */
 			if (err)
 				return err;
-			off += n;
-			left -= n;
+			R->put_open = false;
+			R->puts_queued = ++R->put_idx == R->o->nr_put;
+			continue;
 		}
-		err = ctl_send(R, P_FILES_IN, NULL, 0);
+		if (!R->put_open) {
+			R->put_left = R->a->sh->put_len[R->put_idx];
+			R->put_open = true;
+			continue;
+		}
+		n = R->put_left < sizeof(buf) ? R->put_left : sizeof(buf);
+		err = read_exact_at(R->a->put_fd, buf, n, R->put_off);
+		if (err)
+			return husk_seterr(err, "cannot read the staged --put files");
+		err = ctl_send(R, P_FILES_IN, buf, n);
 		if (err)
 			return err;
+		R->put_off += n;
+		R->put_left -= n;
 	}
 	return 0;
 }
@@ -207,7 +280,8 @@ static int send_job(struct rvm *R)
 	}
 	err = ctl_send(R, P_JOB, b.data, b.len);
 	tlv_free(&b);
-	return err ? err : send_puts(R);
+	R->puts_queued = !o->nr_put;
+	return err ? err : queue_puts(R);
 }
 
 /*
@@ -216,7 +290,7 @@ static int send_job(struct rvm *R)
  */
 static void forward_output(struct rvm *R, bool out, const uint8_t *p, uint32_t len)
 {
-	struct run_result *r = R->r;
+	struct run_vm_report *r = R->r;
 	uint64_t *seen = out ? &r->stdout_bytes : &r->stderr_bytes;
 	uint64_t *dropped = out ? &r->stdout_dropped : &r->stderr_dropped;
 	int fd = out ? STDOUT_FILENO : STDERR_FILENO;
@@ -224,6 +298,8 @@ static void forward_output(struct rvm *R, bool out, const uint8_t *p, uint32_t l
 	uint32_t n = len < room ? len : (uint32_t)room;
 
 	write_best_effort(fd, p, n);
+	if (out && n)
+		r->stdout_open_line = p[n - 1] != '\n';
 	*seen += len;
 	if (n < len) {
 		char marker[160];
@@ -233,6 +309,8 @@ static void forward_output(struct rvm *R, bool out, const uint8_t *p, uint32_t l
 				 "is dropped and counted]\n", out ? "stdout" : "stderr",
 				 (unsigned long long)R->o->max_output);
 			write_best_effort(fd, marker, strlen(marker));
+			if (out)
+				r->stdout_open_line = 0;
 		}
 		*dropped += len - n;
 	}
@@ -240,7 +318,7 @@ static void forward_output(struct rvm *R, bool out, const uint8_t *p, uint32_t l
 
 static int parse_exit(struct rvm *R, const uint8_t *p, uint32_t len)
 {
-	struct run_result *r = R->r;
+	struct run_vm_report *r = R->r;
 	struct tlv_iter it;
 	struct tlv t;
 	uint32_t v32;
@@ -284,25 +362,32 @@ static int parse_exit(struct rvm *R, const uint8_t *p, uint32_t len)
 	return n;
 }
 
-static int on_files_out(struct rvm *R, const uint8_t *p, uint32_t len)
+/* The frame's payload moves to the pending slot (*pp is taken). */
+static int on_files_out(struct rvm *R, uint8_t **pp, uint32_t len)
 {
 	if (R->state != S_FILES_OUT || R->get_idx >= R->o->nr_get)
 		return fail(R, "guest sent files that were not asked for");
-	if (len && chan_send(R, CHAN_GET_DATA, R->get_idx, p, len))
-		return fail(R, "%s", husk_lasterr());
-	if (!len) {
-		if (chan_send(R, CHAN_GET_END, R->get_idx, NULL, 0))
-			return fail(R, "%s", husk_lasterr());
+	R->up.idx = R->get_idx;
+	if (len) {
+		R->up.buf = *pp;
+		R->up.off = 0;
+		R->up.len = len;
+		*pp = NULL;
+	} else {
+		R->up.end = true;
 		if (++R->get_idx == R->o->nr_get)
 			R->state = S_DONE;
 	}
+	if (chan_pump(R))
+		return fail(R, "%s", husk_lasterr());
 	return 0;
 }
 
 /* Handle one frame: <0 ends the run as a failure, 1 ends the conversation. */
-static int on_frame(struct rvm *R, const struct proto_hdr *h, uint8_t *p)
+static int on_frame(struct rvm *R, const struct proto_hdr *h, uint8_t **pp)
 {
-	struct run_result *r = R->r;
+	struct run_vm_report *r = R->r;
+	uint8_t *p = *pp;
 
 	switch (h->type) {
 	case P_HELLO:
@@ -331,10 +416,12 @@ static int on_frame(struct rvm *R, const struct proto_hdr *h, uint8_t *p)
 			return fail(R, "guest sent a malformed EXIT record");
 		r->job_exited = true;
 		r->t_job_end = since_start(R);
+		/* Whatever stdin is still queued, the job is past reading it. */
+		R->in_fd = -1;
 		R->state = R->o->nr_get ? S_FILES_OUT : S_DONE;
 		return 0;
 	case P_FILES_OUT:
-		return on_files_out(R, p, h->len);
+		return on_files_out(R, pp, h->len);
 	case P_DONE:
 		if (R->state != S_DONE)
 			return fail(R, "guest finished before the job's results were complete");
@@ -359,15 +446,30 @@ static int on_frame(struct rvm *R, const struct proto_hdr *h, uint8_t *p)
 	}
 }
 
+/*
+ * At most FRAMES_PER_WAKEUP frames or BYTES_PER_WAKEUP bytes, and nothing
+ * while --get data waits for the supervisor: the caller's stop checks run
+ * between calls whatever the guest sends.
+ */
 static void on_ctl_readable(struct rvm *R)
 {
 	struct proto_hdr h;
 	uint8_t *p;
-	int n;
+	unsigned frames = 0;
+	size_t bytes = 0, before;
+	int n = 0;
 
-	R->last_rx = now_us();
-	while ((n = proto_reader_read(&R->rd, R->cfd, &h, &p)) == 1) {
-		n = on_frame(R, &h, p);
+	while (R->cfd >= 0 && !chan_busy(R) && frames < FRAMES_PER_WAKEUP &&
+	       bytes < BYTES_PER_WAKEUP) {
+		before = R->rd.hdr_got + R->rd.got;
+		n = proto_reader_read(&R->rd, R->cfd, &h, &p);
+		if (n == 1 || R->rd.hdr_got + R->rd.got != before)
+			R->last_rx = now_us();
+		if (n != 1)
+			break;
+		frames++;
+		bytes += PROTO_HDR_LEN + h.len;
+		n = on_frame(R, &h, &p);
 		free(p);
 		if (n < 0)
 			return;
@@ -401,6 +503,7 @@ static void on_accept(struct rvm *R)
 		(int64_t)(R->vm->t.event[HUSK_EV_INIT] - R->vm->t.start) : since_start(R);
 }
 
+/* One chunk of husk's stdin into the queue; read only while the queue is short. */
 static void on_stdin(struct rvm *R)
 {
 	uint8_t buf[CHUNK];
@@ -409,11 +512,36 @@ static void on_stdin(struct rvm *R)
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
 		return;
 	if (n <= 0) {
-		ctl_send(R, P_STDIN, NULL, 0);
 		R->in_fd = -1;
+		if (ctl_send(R, P_STDIN, NULL, 0))
+			fail(R, "%s", husk_lasterr());
 		return;
 	}
 	if (ctl_send(R, P_STDIN, buf, n))
+		fail(R, "%s", husk_lasterr());
+}
+
+/* Write what guest-init takes now; then top up the --put data. */
+static void flush_ctl(struct rvm *R)
+{
+	ssize_t n;
+
+	if (R->cfd < 0)
+		return;
+	if (R->state == S_RUNNING && !R->puts_queued && queue_puts(R)) {
+		fail(R, "%s", husk_lasterr());
+		return;
+	}
+	if (!proto_outq_len(&R->q))
+		return;
+	n = proto_outq_flush(&R->q, R->cfd);
+	if (n > 0)
+		R->last_tx = now_us();
+	/* A closed peer shows up on the read side too; say it once, there. */
+	if (n < 0 && R->state != S_DONE)
+		fail(R, "guest-init stopped reading its control channel (%s)", husk_lasterr());
+	if (R->state == S_RUNNING && !R->puts_queued && proto_outq_len(&R->q) < OUTQ_LOW &&
+	    queue_puts(R))
 		fail(R, "%s", husk_lasterr());
 }
 
@@ -428,6 +556,11 @@ static void check_stall(struct rvm *R, uint64_t now)
 			     (unsigned long long)((R->connect_by - R->a->start) / 1000000));
 		return;
 	}
+	if (R->cfd >= 0 && !R->r->job_started && proto_outq_len(&R->q) &&
+	    now - R->last_tx > R->write_stall_us) {
+		fail(R, "guest-init stopped reading its control channel before the job started");
+		return;
+	}
 	if (R->cfd < 0 || now - R->last_rx <= R->stall_us)
 		return;
 	if (mid_frame)
@@ -438,21 +571,34 @@ static void check_stall(struct rvm *R, uint64_t now)
 		fail(R, "guest-init stopped sending the job's results");
 }
 
+/* Past the deadline: a timeout if the job was still running, else a VM failure. */
+static void deadline_passed(struct rvm *R)
+{
+	if (R->r->job_exited)
+		fail(R, "guest-init did not finish sending the job's results within --timeout "
+		     "plus the %llu s allowance", (unsigned long long)((R->connect_by - R->a->start) /
+									1000000));
+	else
+		vm_stop(R->vm, VM_STOP_TIMEOUT, 0, "the guest did not finish within --timeout "
+			"plus the boot allowance");
+}
+
 static void event_loop(struct rvm *R)
 {
 	for (;;) {
 		bool want_in = R->in_fd >= 0 && R->cfd >= 0 && R->r->job_started &&
-			       R->state == S_RUNNING;
+			       R->state == S_RUNNING && proto_outq_len(&R->q) < OUTQ_LOW;
+		short ctl_ev = (chan_busy(R) ? 0 : POLLIN) | (proto_outq_len(&R->q) ? POLLOUT : 0);
 		struct pollfd p[6] = {
 			{ .fd = R->vm->stop_fd, .events = POLLIN },
 			{ .fd = R->sfd, .events = POLLIN },
 			{ .fd = R->lfd, .events = POLLIN },
-			{ .fd = R->cfd, .events = POLLIN },
+			{ .fd = R->cfd, .events = ctl_ev },
 			{ .fd = want_in ? R->in_fd : -1, .events = POLLIN },
-			{ .fd = R->chan, .events = POLLIN },
+			{ .fd = R->chan, .events = POLLIN | (chan_busy(R) ? POLLOUT : 0) },
 		};
 		uint64_t now;
-		int r = poll(p, 6, 20);
+		int r = poll(p, 6, 20), i;
 
 		if (r < 0 && errno != EINTR) {
 			fail(R, "poll: %s", strerror(errno));
@@ -460,8 +606,8 @@ static void event_loop(struct rvm *R)
 		}
 		console_flush(&R->vm->console);
 		if (p[0].revents & POLLIN) {
-			/* Take whatever the guest sent before it stopped. */
-			if (R->cfd >= 0)
+			/* Take what the guest sent before it stopped, within bounds. */
+			for (i = 0; i < 8 && R->cfd >= 0 && !chan_busy(R); i++)
 				on_ctl_readable(R);
 			break;
 		}
@@ -477,17 +623,19 @@ static void event_loop(struct rvm *R)
 		}
 		if (p[2].revents & POLLIN)
 			on_accept(R);
+		if (p[5].revents & (POLLIN | POLLHUP | POLLERR))
+			on_chan(R);
+		if (R->chan >= 0 && chan_busy(R) && (p[5].revents & POLLOUT) && chan_pump(R))
+			fail(R, "%s", husk_lasterr());
 		if (p[3].revents & (POLLIN | POLLHUP | POLLERR))
 			on_ctl_readable(R);
 		if (p[4].revents & (POLLIN | POLLHUP | POLLERR))
 			on_stdin(R);
-		if (p[5].revents & (POLLIN | POLLHUP | POLLERR))
-			on_chan(R);
+		flush_ctl(R);
 		now = now_us();
 		check_stall(R, now);
 		if (now >= R->deadline)
-			vm_stop(R->vm, VM_STOP_TIMEOUT, 0, "the guest did not finish within "
-				"--timeout plus the boot allowance");
+			deadline_passed(R);
 		if (R->done_at && now - R->done_at > DONE_GRACE_US)
 			vm_stop(R->vm, VM_STOP_POWEROFF, 0, "guest-init finished but did not "
 				"power off; stopped by husk");
@@ -587,12 +735,13 @@ static int setup(struct rvm *R)
 	R->connect_by = a->start + (R->vm->kvm.pvm ? PVM_BOOT_ALLOWANCE_US : BOOT_ALLOWANCE_US);
 	R->deadline = R->connect_by + o->timeout_sec * 1000000u;
 	R->stall_us = R->vm->kvm.pvm ? PVM_STALL_US : STALL_US;
+	R->write_stall_us = R->vm->kvm.pvm ? PVM_STALL_US : WRITE_STALL_US;
 	return 0;
 }
 
 int run_vm_main(const struct run_vm_args *a)
 {
-	struct run_result *r = &a->sh->r;
+	struct run_vm_report *r = &a->sh->vm;
 	struct rvm R;
 
 	memset(&R, 0, sizeof(R));
@@ -603,6 +752,7 @@ int run_vm_main(const struct run_vm_args *a)
 	R.chan = a->chan_fd;
 	R.in_fd = a->o->stdin ? STDIN_FILENO : -1;
 	proto_reader_init(&R.rd);
+	proto_outq_init(&R.q);
 	seccomp_set_report(a->sh->seccomp_report, sizeof(a->sh->seccomp_report));
 	R.vm = calloc(1, sizeof(*R.vm));
 	if (!R.vm) {
@@ -634,6 +784,8 @@ int run_vm_main(const struct run_vm_args *a)
 		snprintf(r->error, sizeof(r->error), "the VM stopped before guest-init sent all "
 			 "of the job's results: %s", R.vm->detail);
 	proto_reader_free(&R.rd);
+	proto_outq_free(&R.q);
+	free(R.up.buf);
 	free(R.vm);
 	return 0;
 }

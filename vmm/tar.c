@@ -508,6 +508,7 @@ struct tar_extract {
 
 	z_stream zs;
 	bool zinit, zend;
+	bool drain;		/* zlib may hold output: inflate again before more input */
 	unsigned char *buf;	/* CHUNK bytes of inflated data */
 	uint64_t in_total, out_total, file_bytes, entries;
 
@@ -1038,14 +1039,16 @@ static int x_process(struct tar_extract *x, const unsigned char *p, size_t len)
 	return 0;
 }
 
-int tar_extract_feed(struct tar_extract *x, const void *buf, size_t len)
+ssize_t tar_extract_feed_some(struct tar_extract *x, const void *buf, size_t len,
+			      size_t budget)
 {
+	uint64_t out_start = x->out_total;
 	int ret, err;
 	size_t made;
 
 	if (x->err)
 		return x->err;
-	if (!len)
+	if (!len && !x->drain)
 		return 0;
 	if (x->zend)
 		return x_fail(x, husk_seterr(EINVAL, "tar: trailing garbage after the gzip stream"));
@@ -1062,6 +1065,8 @@ int tar_extract_feed(struct tar_extract *x, const void *buf, size_t len)
 			return x_fail(x, husk_seterr(EINVAL, "tar: corrupt gzip stream: %s",
 						     x->zs.msg ? x->zs.msg : "inflate failed"));
 		made = CHUNK - x->zs.avail_out;
+		/* A full buffer may leave output inside zlib: drain it next time. */
+		x->drain = !x->zs.avail_out;
 		x->in_total += before - x->zs.avail_in;
 		x->out_total += made;
 		if (x->out_total > x->lim.max_inflated)
@@ -1083,21 +1088,50 @@ int tar_extract_feed(struct tar_extract *x, const void *buf, size_t len)
 			return x_fail(x, err);
 		if (ret == Z_STREAM_END) {
 			x->zend = true;
+			x->drain = false;
 			if (x->zs.avail_in)
 				return x_fail(x, husk_seterr(EINVAL,
 					"tar: trailing garbage after the gzip stream"));
-			return 0;
+			break;
 		}
 		/* Z_BUF_ERROR: no progress possible, more input needed. */
-		if (ret == Z_BUF_ERROR && !made)
+		if (ret == Z_BUF_ERROR && !made) {
+			x->drain = false;
 			break;
-	} while (x->zs.avail_in || !x->zs.avail_out);
+		}
+	} while ((x->zs.avail_in || x->drain) && x->out_total - out_start < budget);
+	return len - x->zs.avail_in;
+}
+
+bool tar_extract_busy(const struct tar_extract *x)
+{
+	return x->drain && !x->err;
+}
+
+int tar_extract_feed(struct tar_extract *x, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	ssize_t n;
+
+	if (x->err)
+		return x->err;
+	while (len || x->drain) {
+		n = tar_extract_feed_some(x, p, len, SIZE_MAX);
+		if (n < 0)
+			return n;
+		p += n;
+		len -= n;
+		if (!n && !x->drain)
+			break;
+	}
 	return 0;
 }
 
 int tar_extract_finish(struct tar_extract *x)
 {
 	if (x->err)
+		return x->err;
+	if (x->drain && tar_extract_feed(x, NULL, 0))
 		return x->err;
 	if (!x->zend)
 		return x_fail(x, husk_seterr(EPIPE, "tar: truncated stream (gzip not finished)"));

@@ -72,6 +72,16 @@ int tar_extract_set_owner(struct tar_extract *x, uid_t uid, gid_t gid);
 /* Feed compressed bytes; -errno on the first violation (then stop feeding). */
 int tar_extract_feed(struct tar_extract *x, const void *buf, size_t len);
 /*
+ * The same with bounded work: stops once about budget bytes were inflated
+ * (and handled: files written, entries created) in this call. Returns the
+ * input bytes consumed, or -errno. The caller passes the rest of buf again
+ * later; while tar_extract_busy() it must call again (len 0 is fine) before
+ * the stream can be finished.
+ */
+ssize_t tar_extract_feed_some(struct tar_extract *x, const void *buf, size_t len,
+			      size_t budget);
+bool tar_extract_busy(const struct tar_extract *x);
+/*
  * The stream ended: it must be complete (gzip end, tar end blocks).
  * On any failure the file being written is removed; entries completed
  * before it stay for the caller to clean up (extract into a fresh directory).

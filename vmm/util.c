@@ -38,21 +38,48 @@ const char *husk_lasterr(void)
 	return lasterr[0] ? lasterr : "unknown error";
 }
 
+size_t husk_escape(char *out, size_t cap, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t n = 0;
+
+	if (!cap)
+		return 0;
+	for (; *s && n + 4 < cap; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c >= 0x20 && c < 0x7f) {
+			out[n++] = c;
+			continue;
+		}
+		out[n++] = '\\';
+		out[n++] = 'x';
+		out[n++] = hex[c >> 4];
+		out[n++] = hex[c & 15];
+	}
+	if (*s && n + 1 < cap)
+		out[n++] = '.';	/* cut: long messages end in a dot */
+	out[n] = '\0';
+	return n;
+}
+
 void husk_msg(const char *fmt, ...)
 {
-	char line[1024];
+	char line[1024], safe[1100];
 	va_list ap;
 
-	/* One write per message so lines from several threads do not interleave. */
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "husk: %s\n", line);
+	/* Messages carry names the guest chose: no terminal escapes get through. */
+	husk_escape(safe, sizeof(safe), line);
+	/* One write per message so lines from several threads do not interleave. */
+	fprintf(stderr, "husk: %s\n", safe);
 }
 
 void husk_debug(const char *fmt, ...)
 {
-	char line[1024];
+	char line[1024], safe[1100];
 	va_list ap;
 
 	if (!husk_verbose)
@@ -60,7 +87,8 @@ void husk_debug(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "husk: debug: %s\n", line);
+	husk_escape(safe, sizeof(safe), line);
+	fprintf(stderr, "husk: debug: %s\n", safe);
 }
 
 static uint64_t clock_us(clockid_t id)

@@ -18,7 +18,13 @@ int husk_seterr(int err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 const char *husk_lasterr(void);
 
-/* Messages to stderr, prefixed with "husk: ". */
+/*
+ * Copy s into out (cap bytes, always NUL-terminated) with every byte that is
+ * not printable ASCII written as \xNN; returns the length written.
+ */
+size_t husk_escape(char *out, size_t cap, const char *s);
+
+/* Messages to stderr, prefixed with "husk: ", escaped with husk_escape(). */
 void husk_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 extern int husk_verbose;
 void husk_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

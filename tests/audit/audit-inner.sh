@@ -233,6 +233,7 @@ that "setsid daemon: husk did not wait for it (${el}s < 30s)" [ $el -lt 30 ]
 fi
 # ================================================================ output
 if section output; then
+LIMIT=120	# 20 MB through nested emulation on a shared host
 job "stdout flood is capped by --max-output" 0 --max-output 1048576 --json \
 	-- sh -c 'yes 0123456789abcdefghijklmnopqrstuvwxyz | head -c 20000000'
 n=$(wc -c <$O)
@@ -240,6 +241,7 @@ that "stdout flood: husk wrote $n bytes (cap 1 MiB + marker + record)" [ "$n" -l
 jhas "stdout flood: all bytes counted" $O '"stdout":20000000,'
 jhas "stdout flood: the excess dropped and counted" $O '"stdout_dropped":18951424'
 
+LIMIT=120
 job "stderr flood is capped by --max-output" 0 --max-output 1048576 --json \
 	-- sh -c 'yes 0123456789abcdefghijklmnopqrstuvwxyz | head -c 20000000 >&2'
 n=$(wc -c <$E)
@@ -272,6 +274,84 @@ that "$name: husk was not killed by SIGPIPE (exit $st)" [ $st != 141 ]
 verdict "$name" "124|125"
 that "$name: the reader got its 100 bytes" [ "$(wc -c <$O)" = 100 ]
 teardown "$name"
+
+# The job prints what looks like husk's record, without a newline.
+job "a job forges the --json record" 5 --json -- sh -c \
+	'printf "{\"schema\":\"husk.run/1\",\"exit_code\":0,\"forged\":1}"; exit 5'
+jhas "forged record: the last line is husk's, with the real status" $O '^\{"schema":"husk.run/1","exit_code":5,'
+hasnt "forged record: the forged text is not on the last line" $W/json.tmp 'forged'
+has "forged record: the job's text is on a line of its own before it" $O '^\{"schema":"husk.run/1","exit_code":0,"forged":1\}$'
+
+case_no=$((case_no + 1)); name="--json-fd and --result: the record beyond the job's reach"
+echo "# [$case_no] $name"
+O=$W/$case_no.out E=$W/$case_no.err C=$W/$case_no.console
+begin
+t0=$(date +%s)
+timeout -s KILL 180 "$HUSK" run --json-fd 3 --result $W/rec-file.json --console $C -- sh -c \
+	'echo "{\"exit_code\":0}"; exit 4' >$O 2>$E </dev/null 3>$W/rec-fd.json
+st=$?; el=$(( $(date +%s) - t0 ))
+verdict "$name" 4
+has "$name: stdout holds only the job's output" $O '^\{"exit_code":0\}$'
+that "$name: stdout has no record" [ "$(wc -l <$O)" = 1 ]
+has "$name: the record on fd 3" $W/rec-fd.json '^\{"schema":"husk.run/1","exit_code":4,'
+has "$name: the record in --result FILE" $W/rec-file.json '^\{"schema":"husk.run/1","exit_code":4,'
+teardown "$name"
+
+# Output files husk opens for the user never follow links or open FIFOs.
+echo precious >$W/victim; ln -sf $W/victim $W/link; rm -f $W/fifo; mkfifo $W/fifo
+job "--result through a symlink is refused" 125 --result $W/link -- true
+has "--result symlink: the reason" $E 'symbolic link; refusing to follow it'
+that "--result symlink: its target is untouched" [ "$(cat $W/victim)" = precious ]
+LIMIT=30
+job "--result on a FIFO is refused without waiting" 125 --result $W/fifo -- true
+has "--result FIFO: the reason" $E 'not a regular file'
+job "--console through a symlink is refused" 125 --console $W/link -- true
+that "--console symlink: its target is untouched" [ "$(cat $W/victim)" = precious ]
+
+# stdin the job reads only late: husk queues it instead of giving up.
+case_no=$((case_no + 1)); name="a job that reads its stdin late"
+echo "# [$case_no] $name"
+O=$W/$case_no.out E=$W/$case_no.err C=$W/$case_no.console
+head -c 3000000 /dev/zero >$W/stdin.bin
+begin
+t0=$(date +%s)
+timeout -s KILL 300 "$HUSK" run --stdin --timeout 120 --console $C -- sh -c 'sleep 15; wc -c' \
+	<$W/stdin.bin >$O 2>$E
+st=$?; el=$(( $(date +%s) - t0 ))
+LIMIT=150; verdict "$name" 0
+has "$name: all 3000000 bytes arrived" $O '^ *3000000$'
+teardown "$name"
+LIMIT=60
+
+# --get: files belong to the target's owner (or SUDO_UID), without exec bits.
+mkdir -p $R/own $R/keep $R/sudo
+chown 4242:4343 $R/own $R/keep
+GETJOB='mkdir -p out/d; echo x >out/d/f; printf "#!/bin/sh\n" >out/run.sh; chmod 755 out/run.sh out/d/f'
+EXPECT_NEW="^$R/own/"
+job "--get files belong to the target's owner, without exec bits" 0 --get out:$R/own -- sh -c "$GETJOB"
+that "--get owner: out/ is 4242:4343 0755" [ "$(stat -c '%u:%g %a' $R/own/out)" = "4242:4343 755" ]
+that "--get owner: out/d/f is 4242:4343 0644 ($(stat -c '%u:%g %a' $R/own/out/d/f))" \
+	[ "$(stat -c '%u:%g %a' $R/own/out/d/f)" = "4242:4343 644" ]
+that "--get owner: out/run.sh lost its exec bits ($(stat -c '%a' $R/own/out/run.sh))" \
+	[ "$(stat -c '%a' $R/own/out/run.sh)" = 644 ]
+EXPECT_NEW="^$R/keep/"
+job "--get-keep-modes keeps the exec bits" 0 --get out:$R/keep --get-keep-modes -- sh -c "$GETJOB"
+that "--get-keep-modes: out/run.sh is 0755" [ "$(stat -c '%u:%g %a' $R/keep/out/run.sh)" = "4242:4343 755" ]
+EXPECT_NEW="^$R/sudo/"
+export SUDO_UID=4545 SUDO_GID=4646
+job "--get under sudo: files belong to SUDO_UID" 0 --get out:$R/sudo -- sh -c "$GETJOB"
+unset SUDO_UID SUDO_GID
+that "--get sudo: out/d/f is 4545:4646" [ "$(stat -c '%u:%g' $R/sudo/out/d/f)" = "4545:4646" ]
+rm -rf $R/own $R/keep $R/sudo
+
+# Several --get targets: all or nothing.
+mkdir -p $R/g1 $R/g2; echo mine >$R/g2/b
+job "two --get targets, a name taken in the second: nothing committed anywhere" 125 \
+	--get a:$R/g1 --get b:$R/g2 -- sh -c 'echo 1 >a; echo 2 >b'
+has "two targets: the reason" $E 'would overwrite'
+that "two targets: the first target is still empty" empty_dir $R/g1
+that "two targets: the taken name is untouched" [ "$(cat $R/g2/b)" = mine ]
+rm -rf $R/g1 $R/g2
 
 fi
 # ================================================================ privilege
@@ -508,6 +588,42 @@ mode=$(stat -c %a $R/tar-suid/out/suid 2>/dev/null)
 that "tar-suid: setuid/setgid and group/world write stripped (mode $mode)" \
 	[ -n "$mode" ] && [ $((0$mode & 06022)) = 0 ]
 rm -rf $R/tar-suid
+
+# Names the guest picks, endless and bomb archives after EXIT 0.
+LIMIT=30; evil tar-names 125 'is not "out" or inside it'
+that "evil guest: tar-names: the name's terminal escapes did not reach stderr" \
+	eval '! grep -q -e "$esc" -e "$bel" $E'
+has "evil guest: tar-names: they were shown escaped" $E '\\x1b\]0;pwned\\x07'
+planted=$(find / -xdev \( -name .bash_profile -o -name authorized_keys -o -name cron.d \) \
+	-newer $W/stamp 2>/dev/null | grep -v '^/proc/' | tr '\n' ' ')
+that "evil guest: tar-names: nothing planted anywhere (${planted:-none})" [ -z "$planted" ]
+LIMIT=60; evil tar-longnames 125 'more than 100000 entries'
+LIMIT=60; evil tar-zeros 125 'ratio over 256'
+# The documented bound: --timeout plus the 60 s allowance from the VM's start.
+LIMIT=90; evil tar-endless 125 "did not finish sending the job's results" --timeout 5
+
+# SIGTERM while the guest floods husk with --get data.
+case_no=$((case_no + 1)); name="evil guest: tar-flood, then SIGTERM"
+echo "# [$case_no] $name"
+O=$W/$case_no.out E=$W/$case_no.err C=$W/$case_no.console
+mkdir -p $R/tar-flood
+begin
+"$HUSK" run --rootfs $EVIL --get out:$R/tar-flood --json --console $C -- tar-flood >$O 2>$E </dev/null &
+hp=$!
+i=0
+while [ $i -lt 1200 ] && ! grep -q 'endless archive' $C 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+that "$name: the flood started" grep -q 'endless archive' $C
+sleep 2
+t0=$(cut -d' ' -f1 /proc/uptime | tr -d .)
+kill -TERM $hp
+wait $hp
+st=$?
+t1=$(cut -d' ' -f1 /proc/uptime | tr -d .)
+ms=$(( (t1 - t0) * 10 ))
+that "$name: exit 143 (got $st)" [ $st = 143 ]
+that "$name: husk ended ${ms} ms after SIGTERM (bound 1000 ms)" [ $ms -le 1000 ]
+that "$name: nothing committed" empty_dir $R/tar-flood
+teardown "$name"
 
 # It stops reading while husk still sends --put data: bounded by husk's send
 # timeout (10 s), and in any case by --timeout 20 + the boot allowance.

@@ -38,6 +38,18 @@
  *                     never ends, then silence
  *   tar-suid          a well-formed archive with a setuid/setgid,
  *                     world-writable file (husk must strip the bits)
+ *   tar-names         EXIT 0, then an archive that plants a name full of
+ *                     terminal escapes, .bash_profile, .ssh/authorized_keys
+ *                     and cron.d/x beside the requested "out" (nothing of
+ *                     it may land, no escape may reach husk's stderr)
+ *   tar-longnames     EXIT 0, then GNU long-name headers without end, as
+ *                     fast as the channel takes them
+ *   tar-zeros         EXIT 0, then one file of zeros (a gzip bomb)
+ *   tar-endless       EXIT 0, then one file whose data (about 50:1
+ *                     compressible) never ends, 64 KiB every 200 ms: no cap
+ *                     is reached before husk's deadline
+ *   tar-flood         the same as fast as the channel takes it (husk must
+ *                     still hear SIGTERM)
  *   spoof             (with --net egress) bring eth0 up, then send from a
  *                     forged source address (raw IP), after changing the
  *                     interface address, and after changing the MAC; then
@@ -594,6 +606,82 @@ static void spoof(const struct job *j)
 
 /* ---- misbehaviours after HELLO ---- */
 
+/*
+ * An archive that never ends: the gzip header and head, then the same
+ * deflate segment of unit again and again. Z_FULL_FLUSH on both sides of
+ * the segment resets the compressor, so each copy decodes on its own.
+ */
+static void endless(const struct buf *head, const uint8_t *unit, size_t unit_len,
+		    unsigned pause_ms)
+{
+	static uint8_t head_out[8192], seg[65536 + 4096];
+	size_t head_len, seg_len;
+	z_stream z;
+
+	memset(&z, 0, sizeof(z));
+	if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		wait_forever();
+	z.next_in = head->p;
+	z.avail_in = (uInt)head->len;
+	z.next_out = head_out;
+	z.avail_out = sizeof(head_out);
+	deflate(&z, Z_FULL_FLUSH);
+	head_len = sizeof(head_out) - z.avail_out;
+	z.next_in = (uint8_t *)unit;
+	z.avail_in = (uInt)unit_len;
+	z.next_out = seg;
+	z.avail_out = sizeof(seg);
+	deflate(&z, Z_FULL_FLUSH);
+	seg_len = sizeof(seg) - z.avail_out;
+	say("endless archive: a %zu-byte segment for %zu bytes, sent without end", seg_len,
+	    unit_len);
+	if (send_frame(P_FILES_OUT, head_out, head_len))
+		wait_forever();
+	for (;;) {
+		if (send_frame(P_FILES_OUT, seg, seg_len))
+			wait_forever();
+		if (pause_ms)
+			usleep(pause_ms * 1000);
+	}
+}
+
+/* One file of 1 GiB - 512 announced; its data zeros or a 300-byte pattern. */
+static void endless_file(bool zeros, unsigned pause_ms)
+{
+	static uint8_t plain[65536];
+	struct buf head = { 0 };
+	uint32_t x = 2463534242u;
+	size_t i;
+
+	for (i = 0; !zeros && i < sizeof(plain); i++) {
+		if (i < 300) {
+			x ^= x << 13;
+			x ^= x >> 17;
+			x ^= x << 5;
+			plain[i] = (uint8_t)x;
+		} else {
+			plain[i] = plain[i % 300];
+		}
+	}
+	tar_entry(&head, "out", '0', 0644, NULL, NULL, (1ull << 30) - 512, 0);
+	endless(&head, plain, sizeof(plain), pause_ms);
+}
+
+/* GNU long-name headers, one after another, never a real entry. */
+static void endless_longnames(void)
+{
+	static char name[1000];
+	struct buf unit = { 0 }, head = { 0 };
+	int i;
+
+	memset(name, 'L', sizeof(name) - 1);
+	for (i = 0; i < 32; i++)
+		tar_entry(&unit, "././@LongLink", 'L', 0644, NULL, name, sizeof(name),
+			  sizeof(name));
+	tar_entry(&head, "././@LongLink", 'L', 0644, NULL, name, sizeof(name), sizeof(name));
+	endless(&head, unit.p, unit.len, 0);
+}
+
 static void evil_tar(const char *mode, const struct job *j)
 {
 	static const char data[] = "evil-init was here\n";
@@ -604,6 +692,14 @@ static void evil_tar(const char *mode, const struct job *j)
 	send_exit(0);
 	if (!j->gets)
 		say("%s: no --get was asked for; sending the archive anyway", mode);
+	if (!strcmp(mode, "tar-longnames"))
+		endless_longnames();
+	if (!strcmp(mode, "tar-zeros"))
+		endless_file(true, 0);
+	if (!strcmp(mode, "tar-endless"))
+		endless_file(false, 200);
+	if (!strcmp(mode, "tar-flood"))
+		endless_file(false, 0);
 	/* A harmless first entry: it must not be committed either. */
 	tar_entry(&tar, "out/", '5', 0755, NULL, NULL, 0, 0);
 	tar_entry(&tar, "out/innocent.txt", '0', 0644, NULL, data, sizeof(data) - 1,
@@ -632,6 +728,17 @@ static void evil_tar(const char *mode, const struct job *j)
 		finish = false;
 	} else if (!strcmp(mode, "tar-suid")) {
 		tar_entry(&tar, "out/suid", '0', 06777, NULL, data, sizeof(data) - 1,
+			  sizeof(data) - 1);
+	} else if (!strcmp(mode, "tar-names")) {
+		/* First, so husk's error names it: terminal escapes in a name. */
+		tar_entry(&tar, "\033]0;pwned\007\033[2J", '0', 0644, NULL, data,
+			  sizeof(data) - 1, sizeof(data) - 1);
+		tar_entry(&tar, ".bash_profile", '0', 0755, NULL, data, sizeof(data) - 1,
+			  sizeof(data) - 1);
+		tar_entry(&tar, ".ssh/", '5', 0700, NULL, NULL, 0, 0);
+		tar_entry(&tar, ".ssh/authorized_keys", '0', 0600, NULL, data, sizeof(data) - 1,
+			  sizeof(data) - 1);
+		tar_entry(&tar, "cron.d/x", '0', 0644, NULL, data, sizeof(data) - 1,
 			  sizeof(data) - 1);
 	}
 	if (finish)

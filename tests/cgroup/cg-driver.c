@@ -34,7 +34,7 @@
 #define MiB (1ull << 20)
 #define MAX_FORKS 64
 
-static int failures;
+static int failures, passes;
 
 static void check(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void check(bool ok, const char *fmt, ...)
@@ -48,6 +48,7 @@ static void check(bool ok, const char *fmt, ...)
 	putchar('\n');
 	fflush(stdout);
 	failures += !ok;
+	passes += ok;
 }
 
 static const char *slurp(const char *dir, const char *file)
@@ -547,5 +548,6 @@ int main(int argc, char **argv)
 	stale_cleanup();
 	crash_cleanup();
 	printf("cg-driver: %s\n", failures ? "FAILED" : "all passed");
+	printf("cgroup: %d passed, %d failed\n", passes, failures);
 	return failures ? 1 : 0;
 }

@@ -3,6 +3,16 @@
 #define HUSK_TEST_SUITES_H
 
 #include <check.h>
+#include <stdbool.h>
+
+/*
+ * A check that cannot run here (not root, a host without a feature) calls
+ * unit_skip() and returns: the runner counts it as skipped, not passed, and
+ * prints "unit: N passed, N failed, N skipped" for tools/test.
+ */
+void unit_skip(const char *what, const char *why);
+/* true when running as root; else records the skip of what and returns false. */
+bool unit_need_root(const char *what);
 
 Suite *guest_mem_suite(void);
 Suite *loader_suite(void);
@@ -28,5 +38,7 @@ Suite *dns_proxy_suite(void);
 Suite *seccomp_suite(void);
 Suite *cgroup_suite(void);
 Suite *jail_suite(void);
+Suite *run_record_suite(void);
+Suite *util_suite(void);
 
 #endif

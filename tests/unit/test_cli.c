@@ -781,7 +781,7 @@ START_TEST(run_jail_defaults)
 	ck_assert_uint_eq(ro.cpu_milli, 500);
 	ck_assert_uint_eq(ro.pids_max, RUN_DEFAULT_PIDS_MAX);
 	ck_assert_uint_ge(ro.pids_max, 16);
-	ck_assert_uint_eq(ro.uid_base, 200000);
+	ck_assert_uint_eq(ro.uid_base, 1879048192u);
 	ck_assert_uint_eq(ro.uid_count, 4096);
 	ck_assert(!ro.no_jail);
 	ck_assert_int_eq(RUN("--no-jail", "--", "true"), 0);
@@ -789,7 +789,7 @@ START_TEST(run_jail_defaults)
 	ck_assert_ptr_nonnull(strstr(cli_run_usage, "--cpus N"));
 	ck_assert_ptr_nonnull(strstr(cli_run_usage, "(default 0.5)"));
 	ck_assert_ptr_nonnull(strstr(cli_run_usage, "(default 128)"));
-	ck_assert_ptr_nonnull(strstr(cli_run_usage, "(default 200000:4096)"));
+	ck_assert_ptr_nonnull(strstr(cli_run_usage, "(default 1879048192:4096)"));
 	ck_assert_ptr_nonnull(strstr(cli_run_usage, "--no-jail"));
 	ck_assert_ptr_nonnull(strstr(cli_run_usage, "[2001:db8::]/32:tcp:443"));
 }
@@ -900,16 +900,63 @@ START_TEST(run_uid_range_rejected)
 }
 END_TEST
 
+/* cli_workspace_path normalizes in place: test on a writable copy. */
+static const char *wpath(const char *p)
+{
+	static char buf[8192];
+
+	snprintf(buf, sizeof(buf), "%s", p);
+	return cli_workspace_path(buf);
+}
+
 START_TEST(run_workspace_paths)
 {
-	ck_assert_str_eq(cli_workspace_path("a/b"), "a/b");
-	ck_assert_str_eq(cli_workspace_path("..a/b.."), "..a/b..");
-	ck_assert_str_eq(cli_workspace_path("/tmp/workspace/out"), "out");
-	ck_assert_ptr_null(cli_workspace_path(""));
-	ck_assert_ptr_null(cli_workspace_path("/tmp/workspace/"));
-	ck_assert_ptr_null(cli_workspace_path(".."));
-	ck_assert_ptr_null(cli_workspace_path("a//../b"));
-	ck_assert_ptr_null(cli_workspace_path("/abs"));
+	char big[5000];
+
+	ck_assert_str_eq(wpath("a/b"), "a/b");
+	ck_assert_str_eq(wpath("..a/b.."), "..a/b..");
+	ck_assert_str_eq(wpath("/tmp/workspace/out"), "out");
+	/* The guest's tar names entries with single slashes and no trailing one. */
+	ck_assert_str_eq(wpath("out/"), "out");
+	ck_assert_str_eq(wpath("a//b///c//"), "a/b/c");
+	ck_assert_str_eq(wpath("/tmp/workspace//out"), "out");
+	ck_assert_ptr_null(wpath(""));
+	ck_assert_ptr_null(wpath("/tmp/workspace/"));
+	ck_assert_ptr_null(wpath(".."));
+	ck_assert_ptr_null(wpath("a//../b"));
+	ck_assert_ptr_null(wpath("/abs"));
+	ck_assert_ptr_null(wpath("."));
+	ck_assert_ptr_null(wpath("./out"));
+	ck_assert_ptr_null(wpath("a/./b"));
+	ck_assert_ptr_null(wpath("//"));
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	ck_assert_ptr_null(wpath(big));
+	big[4095] = '\0';
+	ck_assert_ptr_nonnull(wpath(big));
+}
+END_TEST
+
+START_TEST(run_record_options)
+{
+	ck_assert_int_eq(RUN("--json-fd", "3", "--result", "r.json", "--get", "out:/tmp",
+			     "--get-keep-modes", "--", "true"), 0);
+	ck_assert_int_eq(ro.json_fd, 3);
+	ck_assert_str_eq(ro.result, "r.json");
+	ck_assert(ro.get_keep_modes);
+	ck_assert_int_eq(RUN("--", "true"), 0);
+	ck_assert_int_eq(ro.json_fd, -1);
+	ck_assert_ptr_null(ro.result);
+	ck_assert(!ro.get_keep_modes);
+	/* 0..2 belong to the job's streams. */
+	ck_assert_int_eq(RUN("--json-fd", "1", "--", "true"), -EINVAL);
+	ck_assert_int_eq(RUN("--json-fd", "x", "--", "true"), -EINVAL);
+	ck_assert_int_eq(RUN("--result", "", "--", "true"), -EINVAL);
+	ck_assert_int_eq(RUN("--get-keep-modes", "--", "true"), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "without --get"));
+	ck_assert_int_eq(RUN("--get", "out/:/tmp", "--", "true"), 0);
+	ck_assert_str_eq(ro.get[0].guest, "out");
+	ck_assert_int_eq(RUN("--get", "./out:/tmp", "--", "true"), -EINVAL);
 }
 END_TEST
 
@@ -960,6 +1007,7 @@ Suite *cli_suite(void)
 	tcase_add_test(tc, run_all_options);
 	tcase_add_test(tc, run_rejected);
 	tcase_add_test(tc, run_workspace_paths);
+	tcase_add_test(tc, run_record_options);
 	tcase_add_test(tc, run_net);
 	tcase_add_test(tc, run_net_rejected);
 	tcase_add_test(tc, run_net_ipv6);

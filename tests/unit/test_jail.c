@@ -74,7 +74,7 @@ static bool need_root(const char *test)
 
 	if (jail_privileged(why, sizeof(why)))
 		return true;
-	fprintf(stderr, "SKIP jail %s: %s\n", test, why);
+	unit_skip(test, why);
 	return false;
 }
 
@@ -501,14 +501,14 @@ static void full_jail(bool no_pivot, uid_t base)
 
 START_TEST(jail_full)
 {
-	if (need_root("full"))
+	if (need_root("jail: full jail"))
 		full_jail(false, UID_BASE + 100);
 }
 END_TEST
 
 START_TEST(jail_full_chroot_path)
 {
-	if (need_root("chroot path"))
+	if (need_root("jail: chroot path"))
 		full_jail(true, UID_BASE + 200);
 }
 END_TEST
@@ -522,7 +522,7 @@ START_TEST(jail_parent_death_kills)
 	pid_t mid, pid;
 	uid_t uid;
 
-	if (!need_root("parent death"))
+	if (!need_root("jail: parent death kills"))
 		return;
 	ck_assert_int_eq(jail_uid_lease_at(lockdir, UID_BASE + 300, 8, &uid, &lock), 0);
 	cfg.uid = cfg.gid = uid;

@@ -502,12 +502,16 @@ START_TEST(foreign_abis)
 	run_child(SECCOMP_KIND_EVLOOP, NULL, prep, x32_call, &o);
 	assert_killed(&o, SECCOMP_KIND_EVLOOP, "x32 ABI call (nr 0x40000027)");
 	/* Even in log mode: another ABI's numbers mean other calls. */
+	seccomp_env_unlocked = true;
 	run_child(SECCOMP_KIND_VCPU, "log", prep, x32_call, &o);
+	seccomp_env_unlocked = false;
 	assert_killed(&o, SECCOMP_KIND_VCPU, "x32 ABI call");
 	/* int 0x80 needs the host kernel's IA32 emulation; without it, SIGSEGV. */
 	run_child(SECCOMP_KIND_BOOT_MAIN, NULL, prep, i386_call, &o);
-	if (WIFSIGNALED(o.status) && WTERMSIG(o.status) == SIGSEGV)
+	if (WIFSIGNALED(o.status) && WTERMSIG(o.status) == SIGSEGV) {
+		unit_skip("seccomp: i386 ABI call", "the host kernel has no IA32 emulation");
 		return;
+	}
 	assert_killed(&o, SECCOMP_KIND_BOOT_MAIN, "i386 ABI call (nr 0x14)");
 }
 END_TEST
