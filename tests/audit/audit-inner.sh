@@ -627,7 +627,7 @@ teardown "$name"
 
 # It stops reading while husk still sends --put data: bounded by husk's send
 # timeout (10 s), and in any case by --timeout 20 + the boot allowance.
-LIMIT=45 STATUS_PEND=stall-status
+LIMIT=60 STATUS_PEND=stall-status
 evil stall-reading 125 'stopped (reading|responding)' --timeout 20 --put $T/big.bin:big.bin
 
 fi
