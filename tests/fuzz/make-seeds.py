@@ -240,8 +240,33 @@ def cli():
         put("cli", name, b"\0".join(a.encode() for a in argv))
 
 
+# ---- snapshot --------------------------------------------------------------
+# A template state file as vmm/snapshot.c writes it (see snapshot.h).
+def snap_file(sections, version=1):
+    import hashlib
+    import zlib
+    body = b""
+    for typ, idx, elems in sections:
+        payload = b"".join(struct.pack("<HI", tag, len(v)) + v for tag, v in elems)
+        body += struct.pack("<IIII", typ, idx, len(payload), zlib.crc32(payload))
+        body += payload + b"\0" * (-len(payload) % 8)
+    head = b"HUSKSNAP" + struct.pack("<IIQ", version, 64, len(body))
+    head += hashlib.sha256(body).digest() + struct.pack("<I", len(sections))
+    return head + struct.pack("<I", zlib.crc32(head)) + body
+
+
+def snapshot():
+    u64 = lambda v: struct.pack("<Q", v)
+    meta = (1, 0, [(1, b"0" * 64), (2, u64(512 << 20)), (3, u64(1))])
+    vcpu = lambda i: (4, i, [(1, b"\0" * 144), (2, b"\0" * 312), (7, u64(i))])
+    put("snapshot", "minimal", snap_file([meta]))
+    put("snapshot", "two-vcpus", snap_file([meta, vcpu(0), vcpu(1), (5, 0, [])]))
+    put("snapshot", "empty", snap_file([]))
+    put("snapshot", "version-2", snap_file([meta], version=2))
+
+
 def main():
-    for fn in (virtqueue, vsock, proto, tar, loader, cli):
+    for fn in (virtqueue, vsock, proto, tar, loader, cli, snapshot):
         fn()
     for t in sorted(os.listdir(CORPUS)):
         d = os.path.join(CORPUS, t)

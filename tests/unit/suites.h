@@ -40,5 +40,6 @@ Suite *cgroup_suite(void);
 Suite *jail_suite(void);
 Suite *run_record_suite(void);
 Suite *util_suite(void);
+Suite *snapshot_suite(void);
 
 #endif
