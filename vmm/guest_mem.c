@@ -3,7 +3,10 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "guest_mem.h"
 #include "util.h"
@@ -15,15 +18,22 @@ static void split(struct guest_mem *m, uint64_t size)
 	m->high_size = size - m->low_size;
 }
 
+static int check_size(uint64_t size)
+{
+	if (size < GMEM_MIN_SIZE || size > GMEM_MAX_SIZE || size % 4096)
+		return husk_seterr(EINVAL, "guest memory size %llu bytes is outside %llu MiB..%llu MiB",
+				   (unsigned long long)size, GMEM_MIN_SIZE >> 20,
+				   GMEM_MAX_SIZE >> 20);
+	return 0;
+}
+
 int gmem_alloc(struct guest_mem *m, uint64_t size)
 {
 	void *p;
 
 	memset(m, 0, sizeof(*m));
-	if (size < GMEM_MIN_SIZE || size > GMEM_MAX_SIZE || size % 4096)
-		return husk_seterr(EINVAL, "guest memory size %llu bytes is outside %llu MiB..%llu MiB",
-				   (unsigned long long)size, GMEM_MIN_SIZE >> 20,
-				   GMEM_MAX_SIZE >> 20);
+	if (check_size(size))
+		return -EINVAL;
 	p = mmap(NULL, size, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
@@ -34,6 +44,79 @@ int gmem_alloc(struct guest_mem *m, uint64_t size)
 	m->host = p;
 	m->mapped = true;
 	split(m, size);
+	return 0;
+}
+
+int gmem_map_file(struct guest_mem *m, int fd, uint64_t size)
+{
+	struct stat st;
+	void *p;
+	int err;
+
+	memset(m, 0, sizeof(*m));
+	err = check_size(size);
+	if (err)
+		return err;
+	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size != size)
+		return husk_seterr(EINVAL, "the memory image is %lld bytes, not the %llu the "
+				   "template says: truncated or replaced", (long long)st.st_size,
+				   (unsigned long long)size);
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd, 0);
+	if (p == MAP_FAILED)
+		return husk_seterr(errno, "cannot map the %llu MiB memory image: %s",
+				   (unsigned long long)(size >> 20), strerror(errno));
+	madvise(p, size, MADV_DONTFORK);
+	m->host = p;
+	m->mapped = true;
+	split(m, size);
+	return 0;
+}
+
+static bool page_is_zero(const uint8_t *p)
+{
+	const uint64_t *w = (const uint64_t *)p;
+	unsigned i;
+
+	for (i = 0; i < 4096 / sizeof(*w); i++)
+		if (w[i])
+			return false;
+	return true;
+}
+
+int gmem_save(const struct guest_mem *m, int fd, uint64_t *data_bytes)
+{
+	const uint64_t chunk = 64ull << 20;	/* mincore vector per 64 MiB */
+	unsigned char *vec = malloc(chunk / 4096);
+	uint64_t off, pg, n, done = 0;
+	int err = 0;
+
+	if (!vec)
+		return husk_seterr(ENOMEM, "out of memory");
+	/* The size first: holes stay holes, and the file is exactly RAM's size. */
+	if (ftruncate(fd, m->size) < 0) {
+		free(vec);
+		return husk_seterr(errno, "cannot size the memory image: %s", strerror(errno));
+	}
+	for (off = 0; off < m->size && !err; off += chunk) {
+		n = m->size - off < chunk ? m->size - off : chunk;
+		/* Pages never touched are not resident: zero without reading them. */
+		if (mincore(m->host + off, n, vec) < 0) {
+			err = husk_seterr(errno, "mincore on guest memory: %s", strerror(errno));
+			break;
+		}
+		for (pg = 0; pg < n / 4096 && !err; pg++) {
+			const uint8_t *p = m->host + off + pg * 4096;
+
+			if (!(vec[pg] & 1) || page_is_zero(p))
+				continue;
+			err = write_all_at(fd, p, 4096, off + pg * 4096);
+			done += 4096;
+		}
+	}
+	free(vec);
+	if (err)
+		return husk_seterr(err, "cannot write the memory image: %s", strerror(-err));
+	*data_bytes = done;
 	return 0;
 }
 

@@ -31,6 +31,18 @@ struct guest_mem {
 
 /* Reserve size bytes of anonymous, lazily backed memory (MAP_NORESERVE). */
 int gmem_alloc(struct guest_mem *m, uint64_t size);
+/*
+ * Map size bytes of a memory image (a template's memory file, guest-physical
+ * order as gmem_save writes it) copy on write: MAP_PRIVATE, so every clone
+ * shares the file's page cache and no write ever reaches the file.
+ */
+int gmem_map_file(struct guest_mem *m, int fd, uint64_t size);
+/*
+ * Write guest RAM into fd (opened for writing, empty) as an image of m->size
+ * bytes in the layout gmem_map_file maps: pages never touched or all zero
+ * are holes, not written. *data_bytes gets what was written. -errno.
+ */
+int gmem_save(const struct guest_mem *m, int fd, uint64_t *data_bytes);
 /* Describe caller-owned memory (unit tests use malloc'd "guest RAM"). */
 void gmem_init_buffer(struct guest_mem *m, void *buf, uint64_t size);
 void gmem_free(struct guest_mem *m);

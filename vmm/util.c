@@ -144,6 +144,24 @@ int read_exact_at(int fd, void *dst, uint64_t len, uint64_t off)
 	return 0;
 }
 
+int write_all_at(int fd, const void *p, size_t n, uint64_t off)
+{
+	const uint8_t *b = p;
+
+	while (n) {
+		ssize_t w = pwrite(fd, b, n, off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		b += w;
+		off += w;
+		n -= w;
+	}
+	return 0;
+}
+
 void write_best_effort(int fd, const void *p, size_t n)
 {
 	const uint8_t *b = p;

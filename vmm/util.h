@@ -39,6 +39,9 @@ uint64_t wall_us(void);
  */
 int read_exact_at(int fd, void *dst, uint64_t len, uint64_t off);
 
+/* pwrite all of p at off; -errno (or -EIO on a write of 0 bytes). */
+int write_all_at(int fd, const void *p, size_t n, uint64_t off);
+
 /*
  * Write all of p unless the fd fails: output sinks (console, job output)
  * must never stop a VM because their reader went away.

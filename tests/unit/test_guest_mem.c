@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "guest_mem.h"
 #include "util.h"
@@ -287,6 +289,50 @@ START_TEST(free_buffer_does_not_unmap)
 }
 END_TEST
 
+/* A RAM image round trip: sparse on disk, copy on write when mapped back. */
+START_TEST(image_save_and_map)
+{
+	char path[] = "/tmp/husk-gmem-XXXXXX";
+	struct guest_mem m, r;
+	uint64_t data = 0;
+	struct stat st;
+	uint8_t *p;
+	int fd;
+
+	ck_assert_int_eq(gmem_alloc(&m, 32 << 20), 0);
+	p = gmem_ptr(&m, 0x1000, 4096);
+	memset(p, 0xaa, 4096);
+	p = gmem_ptr(&m, (32 << 20) - 4096, 4096);
+	p[100] = 0x55;
+	/* Touched but zero: no data either. */
+	memset(gmem_ptr(&m, 0x100000, 4096), 0, 4096);
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	unlink(path);
+	ck_assert_int_eq(gmem_save(&m, fd, &data), 0);
+	ck_assert_uint_eq(data, 2 * 4096);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	ck_assert_int_eq(st.st_size, 32 << 20);
+	ck_assert_int_le(st.st_blocks * 512, 64 * 1024);	/* holes, not zeros */
+
+	ck_assert_int_eq(gmem_map_file(&r, fd, 32 << 20), 0);
+	ck_assert_int_eq(((uint8_t *)gmem_ptr(&r, 0x1000, 1))[4095], 0xaa);
+	ck_assert_int_eq(((uint8_t *)gmem_ptr(&r, (32 << 20) - 4096, 4096))[100], 0x55);
+	ck_assert_int_eq(((uint8_t *)gmem_ptr(&r, 0x200000, 1))[0], 0);
+	/* Writes stay in the mapping; the image is never changed. */
+	memset(gmem_ptr(&r, 0x1000, 4096), 0x11, 4096);
+	ck_assert_int_eq(pread(fd, p, 1, 0x1000), 1);
+	ck_assert_int_eq(p[0], 0xaa);
+	gmem_free(&r);
+	/* A file of another size is refused. */
+	ck_assert_int_eq(ftruncate(fd, 16 << 20), 0);
+	ck_assert_int_eq(gmem_map_file(&r, fd, 32 << 20), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "truncated"));
+	close(fd);
+	gmem_free(&m);
+}
+END_TEST
+
 Suite *guest_mem_suite(void)
 {
 	Suite *s = suite_create("guest_mem");
@@ -321,6 +367,7 @@ Suite *guest_mem_suite(void)
 	tcase_add_test(tc, alloc_rejects_too_large);
 	tcase_add_test(tc, alloc_64m);
 	tcase_add_test(tc, alloc_min_and_1g);
+	tcase_add_test(tc, image_save_and_map);
 	suite_add_tcase(s, tc);
 	return s;
 }
