@@ -179,28 +179,6 @@ static int set_ids(uid_t uid, gid_t gid)
 
 /* ---- uid leases ---- */
 
-static int mkdir_p(const char *path, mode_t mode)
-{
-	char buf[PATH_MAX];
-	size_t len = strlen(path);
-	char *p, c;
-
-	if (!len || len >= sizeof(buf))
-		return husk_seterr(ENAMETOOLONG, "bad lock directory path '%s'", path);
-	memcpy(buf, path, len + 1);
-	for (p = buf + 1;; p++) {
-		if (*p != '/' && *p)
-			continue;
-		c = *p;
-		*p = '\0';
-		if (mkdir(buf, mode) && errno != EEXIST)
-			return husk_seterr(errno, "cannot create %s: %s", buf, strerror(errno));
-		*p = c;
-		if (!c)
-			return 0;
-	}
-}
-
 /* Is id inside a "name:start:count" range of a subordinate id file? */
 static bool in_subid_file(const char *path, uint64_t id)
 {

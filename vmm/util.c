@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -187,6 +188,28 @@ int stop_signalfd(void)
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGHUP);
 	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+int mkdir_p(const char *path, unsigned mode)
+{
+	char buf[PATH_MAX];
+	size_t len = strlen(path);
+	char *p, c;
+
+	if (!len || len >= sizeof(buf))
+		return husk_seterr(ENAMETOOLONG, "bad directory path '%s'", path);
+	memcpy(buf, path, len + 1);
+	for (p = buf + 1;; p++) {
+		if (*p != '/' && *p)
+			continue;
+		c = *p;
+		*p = '\0';
+		if (mkdir(buf, mode) && errno != EEXIST)
+			return husk_seterr(errno, "cannot create %s: %s", buf, strerror(errno));
+		*p = c;
+		if (!c)
+			return 0;
+	}
 }
 
 void rm_tree_at(int parent, const char *name)

@@ -57,6 +57,9 @@ int stop_signalfd(void);
 /* Parse a decimal unsigned integer in [min, max]; -EINVAL/-ERANGE. */
 int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 
+/* mkdir -p with mode for what it creates; -errno naming the part that failed. */
+int mkdir_p(const char *path, unsigned mode);
+
 /*
  * Remove name under parent and everything below it, never following a
  * symbolic link out of the tree. Best effort: errors are ignored.

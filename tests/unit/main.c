@@ -23,7 +23,7 @@ static Suite *(*const suites[])(void) = {
 	dns_suite, dns_proxy_suite,
 	seccomp_suite,
 	cgroup_suite, jail_suite,
-	run_record_suite, util_suite, snapshot_suite,
+	run_record_suite, util_suite, snapshot_suite, template_suite,
 };
 
 static int skip_fd = -1;

@@ -41,5 +41,6 @@ Suite *jail_suite(void);
 Suite *run_record_suite(void);
 Suite *util_suite(void);
 Suite *snapshot_suite(void);
+Suite *template_suite(void);
 
 #endif
