@@ -1,6 +1,7 @@
 /*
  * uart: register model of a 16550A-compatible UART. See uart.h.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "uart.h"
@@ -172,4 +173,47 @@ size_t uart_receive(struct uart *u, const uint8_t *buf, size_t len)
 		rx_push(u, buf[n++]);
 	update_irq(u);
 	return n;
+}
+
+void uart_save(const struct uart *u, uint8_t out[UART_STATE_LEN])
+{
+	unsigned i;
+
+	out[0] = u->ier;
+	out[1] = u->lcr;
+	out[2] = u->mcr;
+	out[3] = u->lsr_err;
+	out[4] = u->scr;
+	out[5] = u->dll;
+	out[6] = u->dlm;
+	out[7] = u->fifo_on | u->thri_pending << 1;
+	/* The FIFO in order, from its head. */
+	for (i = 0; i < UART_FIFO_SIZE; i++)
+		out[8 + i] = i < u->rx_count ? u->rx[(u->rx_head + i) % UART_FIFO_SIZE] : 0;
+	out[8 + UART_FIFO_SIZE] = (uint8_t)u->rx_count;
+	out[9 + UART_FIFO_SIZE] = 0;
+}
+
+int uart_restore(struct uart *u, const uint8_t in[UART_STATE_LEN])
+{
+	unsigned count = in[8 + UART_FIFO_SIZE];
+
+	if (count > UART_FIFO_SIZE || (in[7] & ~3u))
+		return -EINVAL;
+	u->ier = in[0] & 0x0f;
+	u->lcr = in[1];
+	u->mcr = in[2];
+	u->lsr_err = in[3];
+	u->scr = in[4];
+	u->dll = in[5];
+	u->dlm = in[6];
+	u->fifo_on = in[7] & 1;
+	u->thri_pending = in[7] >> 1 & 1;
+	memcpy(u->rx, in + 8, UART_FIFO_SIZE);
+	u->rx_head = 0;
+	u->rx_count = count;
+	/* The line as this state drives it; the first update edges it up. */
+	u->irq_level = false;
+	update_irq(u);
+	return 0;
 }

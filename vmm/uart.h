@@ -62,4 +62,12 @@ void uart_write(struct uart *u, unsigned off, uint8_t val);
 size_t uart_receive(struct uart *u, const uint8_t *buf, size_t len);
 size_t uart_rx_room(const struct uart *u);
 
+/*
+ * Templates: the registers, the latched THRE interrupt and the receive FIFO
+ * as fixed bytes; restore re-drives the interrupt line from that state.
+ */
+#define UART_STATE_LEN (8 + UART_FIFO_SIZE + 2)
+void uart_save(const struct uart *u, uint8_t out[UART_STATE_LEN]);
+int uart_restore(struct uart *u, const uint8_t in[UART_STATE_LEN]);
+
 #endif

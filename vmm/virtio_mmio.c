@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "layout_x86.h"
+#include "snapshot.h"
 #include "util.h"
 #include "virtio_mmio.h"
 #include "vm.h"
@@ -539,6 +540,154 @@ int virtio_mmio_add(struct vm *vm, struct virtio_dev *d, const struct virtio_dev
 		return husk_seterr(-err, "%s", msg);
 	}
 	vm->virtio[vm->nr_virtio++] = d;
+	return 0;
+}
+
+/* ---- templates ---- */
+
+enum {
+	T_DEV_ID = 1, T_DEV_REGS, T_DEV_FEATURES, T_DEV_QUEUE,
+};
+
+/* Little-endian on every host: the state file's byte order. */
+struct snap_regs {
+	uint32_t status, dev_features_sel, drv_features_sel, queue_sel;
+	uint32_t interrupt_status, config_generation;
+	uint8_t broken, activated, features_bad, pad;
+};
+
+struct snap_queue {
+	uint32_t index;
+	uint16_t size, last_avail, used_idx;
+	uint8_t ready, pad;
+	uint32_t pad2;			/* the u64s start at 16: no implicit padding */
+	uint64_t desc_gpa, avail_gpa, used_gpa;
+};
+
+void virtio_mmio_save(struct virtio_dev *d, struct snap_writer *w)
+{
+	struct snap_regs r;
+	unsigned q;
+
+	pthread_mutex_lock(&d->lock);
+	snap_begin(w, SNAP_DEVICE, d->index);
+	snap_put_u64(w, T_DEV_ID, d->ops->device_id);
+	memset(&r, 0, sizeof(r));
+	r.status = d->status;
+	r.dev_features_sel = d->dev_features_sel;
+	r.drv_features_sel = d->drv_features_sel;
+	r.queue_sel = d->queue_sel;
+	r.interrupt_status = __atomic_load_n(&d->interrupt_status, __ATOMIC_SEQ_CST);
+	r.config_generation = d->config_generation;
+	r.broken = d->broken;
+	r.activated = d->activated || d->activate_pending;
+	r.features_bad = d->features_bad;
+	snap_put(w, T_DEV_REGS, &r, sizeof(r));
+	snap_put_u64(w, T_DEV_FEATURES, d->driver_features);
+	for (q = 0; q < d->ops->num_queues; q++) {
+		const struct virtqueue *vq = &d->vq[q];
+		struct snap_queue sq = {
+			.index = q, .size = vq->size, .last_avail = vq->last_avail,
+			.used_idx = vq->used_idx, .ready = vq->ready,
+			.desc_gpa = vq->desc_gpa, .avail_gpa = vq->avail_gpa,
+			.used_gpa = vq->used_gpa,
+		};
+
+		snap_put(w, T_DEV_QUEUE, &sq, sizeof(sq));
+	}
+	if (d->ops->save)
+		d->ops->save(d, w);
+	snap_end(w);
+	pthread_mutex_unlock(&d->lock);
+}
+
+static int restore_queues(struct virtio_dev *d, const struct snap_section *sec)
+{
+	struct tlv_iter it;
+	struct tlv t;
+	unsigned seen = 0;
+	int n;
+
+	tlv_iter_init(&it, sec->data, sec->len);
+	while ((n = tlv_next(&it, &t)) == 1) {
+		struct snap_queue sq;
+		struct virtqueue *vq;
+
+		if (t.tag != T_DEV_QUEUE)
+			continue;
+		if (t.len != sizeof(sq))
+			return husk_seterr(EINVAL, "a queue record of %u bytes", t.len);
+		memcpy(&sq, t.val, sizeof(sq));
+		if (sq.index >= d->ops->num_queues || (seen & 1u << sq.index))
+			return husk_seterr(EINVAL, "queue %u saved twice or not a queue of "
+					   "this device", sq.index);
+		seen |= 1u << sq.index;
+		vq = &d->vq[sq.index];
+		vq->size = sq.size;
+		vq->desc_gpa = sq.desc_gpa;
+		vq->avail_gpa = sq.avail_gpa;
+		vq->used_gpa = sq.used_gpa;
+		vq->last_avail = sq.last_avail;
+		vq->used_idx = sq.used_idx;
+		vq->ready = false;
+		if (!sq.ready)
+			continue;
+		if (sq.size > queue_max(d) || vq_validate(vq))
+			return husk_seterr(EINVAL, "queue %u does not fit this device or RAM: %s",
+					   sq.index, husk_lasterr());
+		vq->ready = true;
+	}
+	if (n < 0)
+		return n;
+	if (seen != (1u << d->ops->num_queues) - 1)
+		return husk_seterr(EINVAL, "not every queue was saved");
+	return 0;
+}
+
+int virtio_mmio_restore(struct virtio_dev *d, const struct snap_section *sec)
+{
+	struct snap_regs r;
+	uint64_t id, features;
+	int err;
+
+	err = snap_get_u64(sec, T_DEV_ID, &id);
+	if (!err && id != d->ops->device_id)
+		err = husk_seterr(EINVAL, "slot %u held device %llu, this VM has %s there",
+				  d->index, (unsigned long long)id, d->ops->name);
+	if (!err)
+		err = snap_get_exact(sec, T_DEV_REGS, &r, sizeof(r));
+	if (!err)
+		err = snap_get_u64(sec, T_DEV_FEATURES, &features);
+	if (!err && (features & ~offered(d)))
+		err = husk_seterr(EINVAL, "the driver had features 0x%llx this device does not "
+				  "offer", (unsigned long long)features);
+	if (!err && (r.status & VIRTIO_STATUS_DRIVER_OK) &&
+	    !(r.status & VIRTIO_STATUS_FEATURES_OK) && !r.broken)
+		err = husk_seterr(EINVAL, "DRIVER_OK without FEATURES_OK");
+	pthread_mutex_lock(&d->lock);
+	if (!err)
+		err = restore_queues(d, sec);
+	if (!err) {
+		d->status = r.status & 0xff;
+		d->dev_features_sel = r.dev_features_sel;
+		d->drv_features_sel = r.drv_features_sel;
+		d->queue_sel = r.queue_sel;
+		d->driver_features = features;
+		d->features_bad = r.features_bad;
+		d->config_generation = r.config_generation;
+		d->broken = r.broken;
+		__atomic_store_n(&d->interrupt_status, r.interrupt_status &
+				 (VIRTIO_INT_USED | VIRTIO_INT_CONFIG), __ATOMIC_SEQ_CST);
+		/* As the guest left it: serving its queues from the first notification. */
+		d->activate_pending = r.activated && (d->status & VIRTIO_STATUS_DRIVER_OK);
+		d->activated = false;
+		do_activate(d);
+		if (d->ops->restore)
+			err = d->ops->restore(d, sec);
+	}
+	pthread_mutex_unlock(&d->lock);
+	if (err)
+		return husk_seterr(err, "virtio-%s: %s", d->ops->name, husk_lasterr());
 	return 0;
 }
 

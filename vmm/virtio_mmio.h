@@ -62,6 +62,8 @@
 
 struct virtio_dev;
 struct vm;
+struct snap_writer;
+struct snap_section;
 
 #define VIRTIO_F_INDIRECT_DESC 28	/* vq_pop() walks indirect tables */
 
@@ -97,6 +99,13 @@ struct virtio_dev_ops {
 	void (*notify)(struct virtio_dev *d, unsigned q);
 	/* Driver reset the device; drop all queue state (vCPU thread). */
 	void (*reset)(struct virtio_dev *d);
+	/*
+	 * Templates (optional): add the device's own elements (tags from
+	 * VIRTIO_SNAP_DEV_TAGS up) to its open section; restore them on a VM
+	 * that has not run yet, after the transport state and activation.
+	 */
+	void (*save)(struct virtio_dev *d, struct snap_writer *w);
+	int (*restore)(struct virtio_dev *d, const struct snap_section *sec);
 	/*
 	 * VM teardown, after the event loop stopped: close fds, free priv (and
 	 * the struct virtio_dev if the backend allocated it: the transport does
@@ -157,6 +166,19 @@ void virtio_notify_used(struct virtio_dev *d, unsigned q);
 void virtio_set_broken(struct virtio_dev *d, const char *why);
 /* The device changed its config space: bump ConfigGeneration, interrupt. */
 void virtio_config_changed(struct virtio_dev *d);
+/*
+ * Templates: the transport's registers and queue positions, and the
+ * device's own state (ops->save), as section SNAP_DEVICE index = slot. Call
+ * with the VM paused and the event loop idle.
+ */
+#define VIRTIO_SNAP_DEV_TAGS 64		/* device-specific tags start here */
+void virtio_mmio_save(struct virtio_dev *d, struct snap_writer *w);
+/*
+ * Restore on a VM that has not run: checks the saved state against this
+ * device (id, offered features, queue limits, rings inside RAM), sets it,
+ * activates the device if the guest had, then ops->restore. -errno.
+ */
+int virtio_mmio_restore(struct virtio_dev *d, const struct snap_section *sec);
 /* Teardown (after the event loop stopped): transport fds, then ops->destroy. */
 void virtio_mmio_destroy(struct virtio_dev *d);
 /* The IRQ of slot n (the legacy ISA lines COM1 and the RTC do not use). */

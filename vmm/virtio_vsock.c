@@ -34,6 +34,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "snapshot.h"
 #include "util.h"
 #include "virtio_mmio.h"
 #include "virtio_vsock.h"
@@ -908,7 +909,38 @@ static void vs_notify(struct virtio_dev *d, unsigned q)
 		tx_process(v);
 	else if (q == VS_RXQ)
 		rx_fill(v);
-	/* Event queue buffers stay with us: we never send transport events. */
+	/* Event queue buffers stay with us until a restore sends its transport reset. */
+}
+
+/*
+ * A restored VM: the guest's connections belonged to another VM process and
+ * are gone. VIRTIO_VSOCK_EVENT_TRANSPORT_RESET (5.10.6.5) makes the guest
+ * drop them at once, so its sockets fail with ECONNRESET and guest-init
+ * connects again, to us.
+ */
+static int vs_restore(struct virtio_dev *d, const struct snap_section *sec)
+{
+	static const uint32_t transport_reset = 0;	/* le32 event id */
+	struct vsock_dev *v = d->priv;
+	struct virtqueue *vq = &d->vq[VS_EVQ];
+	struct vq_chain c;
+	int n;
+
+	(void)sec;
+	if (!queue_ok(v, VS_EVQ))
+		return 0;	/* the guest never set up its driver: nothing to reset */
+	n = vq_pop(vq, &c);
+	if (n < 0)
+		return husk_seterr(EINVAL, "the restored event queue is malformed: %s",
+				   husk_lasterr());
+	if (n == 0 || c.in_len < sizeof(transport_reset))
+		return husk_seterr(ENOSPC, "the guest left no buffer in its vsock event queue "
+				   "for the transport reset");
+	vq_copy_to(c.in, c.n_in, 0, &transport_reset, sizeof(transport_reset));
+	if (vq_push(vq, c.head, sizeof(transport_reset)))
+		return husk_seterr(EINVAL, "cannot return the vsock event buffer");
+	virtio_notify_used(d, VS_EVQ);
+	return 0;
 }
 
 static void vs_reset(struct virtio_dev *d)
@@ -950,6 +982,7 @@ static const struct virtio_dev_ops vsock_ops = {
 	.activate = vs_activate,
 	.notify = vs_notify,
 	.reset = vs_reset,
+	.restore = vs_restore,
 	.destroy = vs_destroy,
 };
 

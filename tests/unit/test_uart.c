@@ -7,6 +7,7 @@
  * scratch register, and that the irq callback only sees level changes.
  */
 #include <stdint.h>
+#include <errno.h>
 #include <string.h>
 
 #include "uart.h"
@@ -466,6 +467,35 @@ START_TEST(irq_only_on_level_changes)
 }
 END_TEST
 
+/* A template's UART: registers, FIFO and the THRE latch come back, with the line. */
+START_TEST(save_restore)
+{
+	uint8_t st[UART_STATE_LEN];
+	struct uart b;
+	struct rec rb = { .ntx = 0 };
+
+	uart_write(&u, UART_LCR, 0x03);
+	uart_write(&u, UART_SCR, 0x5a);
+	uart_write(&u, UART_IER, UART_IER_RDI | UART_IER_THRI);
+	ck_assert_uint_eq(uart_receive(&u, (const uint8_t *)"abc", 3), 3);
+	ck_assert_uint_eq(uart_read(&u, UART_RBR_THR), 'a');
+	uart_save(&u, st);
+	uart_init(&b, rec_tx, rec_irq, &rb);
+	ck_assert_int_eq(uart_restore(&b, st), 0);
+	ck_assert_uint_eq(uart_read(&b, UART_LCR), 0x03);
+	ck_assert_uint_eq(uart_read(&b, UART_SCR), 0x5a);
+	ck_assert_uint_eq(uart_read(&b, UART_IER), UART_IER_RDI | UART_IER_THRI);
+	/* The interrupt line is driven again: data is waiting. */
+	ck_assert_uint_ge(rb.nirq, 1);
+	ck_assert_int_eq(rb.levels[rb.nirq - 1], 1);
+	ck_assert_uint_eq(uart_read(&b, UART_RBR_THR), 'b');
+	ck_assert_uint_eq(uart_read(&b, UART_RBR_THR), 'c');
+	/* Nonsense in the saved bytes is refused. */
+	st[8 + UART_FIFO_SIZE] = UART_FIFO_SIZE + 1;
+	ck_assert_int_eq(uart_restore(&b, st), -EINVAL);
+}
+END_TEST
+
 Suite *uart_suite(void)
 {
 	Suite *s = suite_create("uart");
@@ -497,6 +527,7 @@ Suite *uart_suite(void)
 	tcase_add_test(tc, scratch_roundtrip);
 	tcase_add_test(tc, read_only_and_bad_offsets);
 	tcase_add_test(tc, irq_only_on_level_changes);
+	tcase_add_test(tc, save_restore);
 	suite_add_tcase(s, tc);
 	return s;
 }

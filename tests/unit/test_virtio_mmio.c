@@ -13,6 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "snapshot.h"
+#include "util.h"
 #include "virtio_blk.h"
 #include "virtio_mmio.h"
 #include "vm.h"
@@ -151,6 +153,98 @@ static void driver_ok(void)
 	setup_queue(0, 64, DESC_GPA);
 	wr(VIRTIO_MMIO_STATUS, rd(VIRTIO_MMIO_STATUS) | VIRTIO_STATUS_DRIVER_OK);
 }
+
+/* ---- templates ---- */
+
+/* The device as the guest left it, saved, then restored into a fresh VM. */
+START_TEST(snapshot_round_trip)
+{
+	struct virtio_dev back;
+	struct snap_writer w;
+	struct snap s;
+	const struct snap_section *sec;
+	struct vm *vm2 = calloc(1, sizeof(*vm2));
+
+	driver_ok();
+	setup_queue(1, 32, DESC_GPA + 0x800);
+	dev.vq[0].last_avail = 7;
+	dev.vq[0].used_idx = 5;
+	wr(VIRTIO_MMIO_QUEUE_SEL, 1);
+	snap_writer_init(&w);
+	virtio_mmio_save(&dev, &w);
+	ck_assert_int_eq(snap_finish(&w), 0);
+	ck_assert_int_eq(snap_parse(w.data, w.len, &s), 0);
+	sec = snap_find(&s, SNAP_DEVICE, 0);
+	ck_assert_ptr_nonnull(sec);
+
+	vm2->fd = -1;
+	gmem_init_buffer(&vm2->mem, ram, RAM_SIZE);
+	ck_assert_int_eq(virtio_mmio_add(vm2, &back, &fake_ops, &fake), 0);
+	fake.activate = fake.notify[0] = 0;
+	ck_assert_int_eq(virtio_mmio_restore(&back, sec), 0);
+	ck_assert_uint_eq(back.status, dev.status);
+	ck_assert(back.status & VIRTIO_STATUS_DRIVER_OK);
+	ck_assert_uint_eq(back.driver_features, dev.driver_features);
+	ck_assert_uint_eq(back.queue_sel, 1);
+	ck_assert(back.vq[0].ready && back.vq[1].ready);
+	ck_assert_uint_eq(back.vq[0].last_avail, 7);
+	ck_assert_uint_eq(back.vq[0].used_idx, 5);
+	ck_assert_uint_eq(back.vq[1].size, 32);
+	ck_assert_uint_eq(back.vq[1].desc_gpa, DESC_GPA + 0x800);
+	/* The backend serves again, as it did before the snapshot. */
+	ck_assert(back.activated);
+	ck_assert_uint_eq(fake.activate, 1);
+	ck_assert_uint_eq(fake.notify[0], 1);
+	snap_writer_free(&w);
+	free(vm2);
+}
+END_TEST
+
+/* A state that does not fit the device or RAM is refused, not guessed at. */
+START_TEST(snapshot_refused)
+{
+	struct virtio_dev back;
+	struct snap_writer w;
+	struct snap s;
+	struct vm *vm2 = calloc(1, sizeof(*vm2));
+	static const struct virtio_dev_ops other_ops = {
+		.name = "other", .device_id = VIRTIO_ID_BLOCK, .num_queues = 2, .queue_max = 64,
+	};
+	static const struct virtio_dev_ops small_ops = {
+		.name = "small", .device_id = VIRTIO_ID_RNG, .features = FAKE_FEATURES,
+		.num_queues = 2, .queue_max = 16,
+	};
+
+	vm2->fd = -1;
+	gmem_init_buffer(&vm2->mem, ram, RAM_SIZE);
+	driver_ok();
+	setup_queue(1, 32, DESC_GPA + 0x800);
+	snap_writer_init(&w);
+	virtio_mmio_save(&dev, &w);
+	ck_assert_int_eq(snap_finish(&w), 0);
+	ck_assert_int_eq(snap_parse(w.data, w.len, &s), 0);
+
+	/* Another device in that slot. */
+	ck_assert_int_eq(virtio_mmio_add(vm2, &back, &other_ops, NULL), 0);
+	ck_assert_int_eq(virtio_mmio_restore(&back, snap_find(&s, SNAP_DEVICE, 0)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "slot 0 held device"));
+	/* Queues bigger than this device allows. */
+	vm2->nr_virtio = 0;
+	vm2->dev_cmdline[0] = '\0';
+	ck_assert_int_eq(virtio_mmio_add(vm2, &back, &small_ops, NULL), 0);
+	ck_assert_int_eq(virtio_mmio_restore(&back, snap_find(&s, SNAP_DEVICE, 0)), -EINVAL);
+	ck_assert(!back.vq[0].ready);
+	/* Rings outside this VM's RAM. */
+	vm2->nr_virtio = 0;
+	vm2->dev_cmdline[0] = '\0';
+	gmem_init_buffer(&vm2->mem, ram, 0x2000);
+	ck_assert_int_eq(virtio_mmio_add(vm2, &back, &fake_ops, &fake), 0);
+	ck_assert_int_eq(virtio_mmio_restore(&back, snap_find(&s, SNAP_DEVICE, 0)), -EINVAL);
+	ck_assert(!(back.status & VIRTIO_STATUS_DRIVER_OK));
+	snap_writer_free(&w);
+	free(vm2);
+}
+END_TEST
 
 START_TEST(identity_registers)
 {
@@ -673,6 +767,8 @@ Suite *virtio_mmio_suite(void)
 
 	tcase_add_checked_fixture(t, setup, teardown);
 	tcase_add_test(t, identity_registers);
+	tcase_add_test(t, snapshot_round_trip);
+	tcase_add_test(t, snapshot_refused);
 	tcase_add_test(t, cmdline_and_slots);
 	tcase_add_test(t, device_feature_selects);
 	tcase_add_test(t, features_ok_accepted);
