@@ -728,7 +728,7 @@ int egress_filter(struct __sk_buff *skb)
 	if (!cfg || !c)
 		return TC_ACT_SHOT;	/* not a configured VM: deny */
 
-	/* Headers may sit in paged data (GSO frames from vnet_hdr taps). */
+	/* Headers may sit in paged data (tun pages the tail of large frames). */
 	if (skb->data_end - skb->data < PULL_LEN)
 		bpf_skb_pull_data(skb, skb->len < PULL_LEN ? skb->len : PULL_LEN);
 	data = (void *)(long)skb->data;

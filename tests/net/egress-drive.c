@@ -8,8 +8,8 @@
  * 10.200.0.1/30 towards the guest 10.200.0.2, the egress filter with rules,
  * the host's own addresses denied, the DNS proxy at the gateway opening
  * the filter for the names it lets through - and then acts as the guest:
- * it writes Ethernet frames (behind a zero virtio-net header) into the tap
- * fd, as a VMM does, and reads what comes back. A minimal TCP client fetches
+ * it writes bare Ethernet frames into the tap fd, as a VMM does, and reads
+ * what comes back. A minimal TCP client fetches
  * pages over it.
  *
  * Checked here: allowed TCP/UDP reach the fake internet and are answered;
@@ -45,8 +45,7 @@
 #include "tap.h"
 #include "util.h"
 
-#define HDR		TAP_VNET_HDR_LEN
-#define L2		(HDR + 14)
+#define L2		14
 #define SERVER		"203.0.113.10"	/* opened by an --allow rule */
 #define NAMED		"203.0.113.20"	/* www.allowed.test */
 #define DENIED		"198.51.100.20"	/* no rule at all */
@@ -130,9 +129,9 @@ static int send_ip(struct in_addr src, struct in_addr dst, uint8_t proto,
 	if (len > sizeof(f))
 		return -1;
 	memset(f, 0, L2 + 20);
-	memcpy(f + HDR, host_mac, 6);
-	memcpy(f + HDR + 6, lease.mac, 6);
-	put16(f + HDR + 12, 0x0800);
+	memcpy(f, host_mac, 6);
+	memcpy(f + 6, lease.mac, 6);
+	put16(f + 12, 0x0800);
 	iph[0] = 0x45;
 	put16(iph + 2, 20 + l4len);
 	iph[6] = 0x40;		/* DF */
@@ -195,13 +194,13 @@ static void answer_arp(const uint8_t *f, size_t n)
 	const uint8_t *a = f + L2;
 	uint8_t r[L2 + 28], *o = r + L2;
 
-	if (n < L2 + 28 || get16(f + HDR + 12) != 0x0806 || get16(a + 6) != 1 ||
+	if (n < L2 + 28 || get16(f + 12) != 0x0806 || get16(a + 6) != 1 ||
 	    memcmp(a + 24, &lease.guest, 4))
 		return;
 	memset(r, 0, sizeof(r));
-	memcpy(r + HDR, a + 8, 6);
-	memcpy(r + HDR + 6, lease.mac, 6);
-	put16(r + HDR + 12, 0x0806);
+	memcpy(r, a + 8, 6);
+	memcpy(r + 6, lease.mac, 6);
+	put16(r + 12, 0x0806);
 	memcpy(o, a, 6);		/* htype, ptype, hlen, plen */
 	put16(o + 6, 2);
 	memcpy(o + 8, lease.mac, 6);
@@ -212,9 +211,9 @@ static void answer_arp(const uint8_t *f, size_t n)
 }
 
 /*
- * Read frames for up to ms until match() accepts one (it sees the IPv4
- * packet, or for ARP the frame after the vnet header); returns its length
- * from the IP header on, or -1.
+ * Read frames for up to ms until match() accepts an IPv4 packet (returns
+ * its length from the IP header on) or, without match(), until an ARP frame
+ * comes (returns the whole frame's length); -1 when none did.
  */
 typedef bool (*match_fn)(const uint8_t *p, size_t n, const void *arg);
 
@@ -231,11 +230,11 @@ static ssize_t receive(uint8_t *buf, size_t cap, int ms, match_fn match, const v
 			if ((size_t)n < L2)
 				continue;
 			answer_arp(buf, n);
-			if (match && get16(buf + HDR + 12) == 0x0800 &&
+			if (match && get16(buf + 12) == 0x0800 &&
 			    (size_t)n >= L2 + 20 && match(buf + L2, n - L2, arg))
 				return n - L2;
-			if (get16(buf + HDR + 12) == 0x0806 && match == NULL)
-				return n - HDR;
+			if (get16(buf + 12) == 0x0806 && match == NULL)
+				return n;
 		}
 	}
 	return -1;
@@ -256,9 +255,9 @@ static void arp_gateway(void)
 	ssize_t n;
 
 	memset(f, 0, sizeof(f));
-	memcpy(f + HDR, bcast, 6);
-	memcpy(f + HDR + 6, lease.mac, 6);
-	put16(f + HDR + 12, 0x0806);
+	memcpy(f, bcast, 6);
+	memcpy(f + 6, lease.mac, 6);
+	put16(f + 12, 0x0806);
 	put16(a, 1);
 	put16(a + 2, 0x0800);
 	a[4] = 6;
@@ -271,8 +270,8 @@ static void arp_gateway(void)
 		printf("note: ARP request not written: %s\n", strerror(errno));
 	while (now_s() < end) {
 		n = receive(r, sizeof(r), 200, NULL, NULL);
-		if (n > 0 && is_arp_reply(r + HDR, n)) {
-			memcpy(host_mac, r + HDR + 14 + 8, 6);
+		if (n > 0 && is_arp_reply(r, n)) {
+			memcpy(host_mac, r + 14 + 8, 6);
 			check(true, "ARP: the gateway answers through the filter");
 			return;
 		}
