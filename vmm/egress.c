@@ -389,8 +389,9 @@ static int lpm_put(struct bpf_map *m4, struct bpf_map *m6, int ifindex,
 				val, BPF_ANY)) {
 		err = errno;
 		return husk_seterr(err, "egress filter: adding a /%u rule for "
-				   "ifindex %d: %s", prefixlen, ifindex,
-				   strerror(err));
+				   "ifindex %d: %s%s", prefixlen, ifindex,
+				   strerror(err), err == E2BIG ?
+				   " (the filter's rule table is full)" : "");
 	}
 	return 0;
 }
@@ -450,6 +451,16 @@ int egress_deny_cidr(int ifindex, int family, const void *addr,
 		return need_open();
 	return lpm_put(skel->maps.egress_deny4, skel->maps.egress_deny6,
 		       ifindex, family, addr, prefixlen, &v);
+}
+
+int egress_block_cidr(int family, const void *addr, unsigned int prefixlen)
+{
+	struct egress_deny v = { .plen = prefixlen };
+
+	if (!skel)
+		return need_open();
+	return lpm_put(skel->maps.egress_block4, skel->maps.egress_block6, 0,
+		       family, addr, prefixlen, &v);
 }
 
 int egress_read_counters(int ifindex, struct egress_counters *out)

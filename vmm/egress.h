@@ -9,7 +9,8 @@
  * both programs from the tap and every one of those entries.
  * Policy is deny by default: a VM passes DNS to its gateway, ARP/ND for the
  * gateway, and whatever egress_allow_cidr() and egress_allow_addr_ttl()
- * open, minus the deny list.
+ * open, minus the deny list and, whatever they open, the absolute denies
+ * (egress_block_cidr()).
  *
  * Nothing is pinned in bpffs: the maps and programs live as long as this
  * process holds their fds or a tc filter on some tap still refers to the
@@ -74,6 +75,14 @@ int egress_allow_cidr(int ifindex, int family, const void *addr,
  */
 int egress_deny_cidr(int ifindex, int family, const void *addr,
 		     unsigned int prefixlen);
+/*
+ * Deny addr/prefixlen for every VM, absolutely: no allow rule, however
+ * specific, and no learned address opens it (husk's own address pool, the
+ * host-wide deny file). DNS to a VM's own gateway, ARP and ND with it are
+ * decided before any deny and still pass. Up to EGRESS_MAX_BLOCKS ranges
+ * per address family.
+ */
+int egress_block_cidr(int family, const void *addr, unsigned int prefixlen);
 
 /*
  * Deny every address of the host itself, for every VM (ifindex 0 entries):

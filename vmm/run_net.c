@@ -163,6 +163,15 @@ static int setup(struct run_egress *N, int *tap_fd)
 	if (err)
 		return err;
 	N->egress_on = true;
+	/*
+	 * The whole pool, whatever --allow says: other VMs' gateways are the
+	 * host's own addresses (local delivery, not forwarding), other VMs'
+	 * guests are not a job's business. DNS to this VM's own gateway is
+	 * decided before any deny.
+	 */
+	err = egress_block_cidr(AF_INET, &pool.base, pool.prefixlen);
+	if (err)
+		return err;
 	/* The host itself is not a destination, unless --allow says so. */
 	err = egress_deny_host_addrs();
 	if (err < 0)
