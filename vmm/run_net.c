@@ -21,6 +21,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "deny_file.h"
 #include "dns_proxy.h"
 #include "egress.h"
 #include "evloop.h"
@@ -172,6 +173,12 @@ static int setup(struct run_egress *N, int *tap_fd)
 	err = egress_block_cidr(AF_INET, &pool.base, pool.prefixlen);
 	if (err)
 		return err;
+	/* The host's own list (deny_file.h): absolute too; all of it or no run. */
+	err = deny_file_apply(deny_file_path());
+	if (err < 0)
+		return err;
+	if (err)
+		husk_debug("net: %d range(s) of %s denied", err, deny_file_path());
 	/* The host itself is not a destination, unless --allow says so. */
 	err = egress_deny_host_addrs();
 	if (err < 0)

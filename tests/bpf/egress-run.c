@@ -8,7 +8,8 @@
  * moved. Covers IPv4 and IPv6 rules and deny ranges, the cloud platform
  * endpoints, husk's own address pool (absolute: other VMs' gateways and
  * guests stay closed under any --allow, one's own gateway answers DNS
- * only), the host's own addresses (egress_deny_host_addrs, on addresses
+ * only), the host-wide deny file (deny_file_apply, absolute as well), the
+ * host's own addresses (egress_deny_host_addrs, on addresses
  * this program gives a tap in its own network namespace), DNS-learned
  * addresses with TTL and expiry,
  * the first-denied-destinations log, the host->guest counter program, the
@@ -28,6 +29,7 @@
 #include <bpf/bpf.h>
 #include <linux/pkt_cls.h>
 
+#include "deny_file.h"
 #include "egress.h"
 #include "netlink.h"
 #include "netpool.h"
@@ -717,6 +719,67 @@ static void cloud_cases(void)
 }
 
 /*
+ * The host-wide deny file, applied as run_net.c does: its ranges beat any
+ * allow rule, even an exact one, and learned addresses, for every VM.
+ */
+static void deny_file_cases(void)
+{
+	char dir[] = "/tmp/husk-bpf-deny-XXXXXX", path[64];
+	struct opt o = { 0 };
+	struct frame f;
+	FILE *file;
+	int n;
+
+	if (!mkdtemp(dir)) {
+		result(0, "deny file: mkdtemp", strerror(errno));
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/egress-deny", dir);
+	file = fopen(path, "w");
+	if (!file) {
+		result(0, "deny file: create", strerror(errno));
+		rmdir(dir);
+		return;
+	}
+	fputs("# site policy\n203.0.113.240/28\n192.0.2.0/24 oops\n", file);
+	fclose(file);
+	n = deny_file_apply(path);
+	result(n == -EINVAL && strstr(husk_lasterr(), ":3: "),
+	       "deny file: a malformed line is an error naming file:line", husk_lasterr());
+	f = ip4(IPPROTO_TCP, "203.0.113.241", 443, &o);
+	expect("deny file: nothing applied from a malformed file", VM_MAIN, &f, PASS, NONE);
+
+	file = fopen(path, "w");
+	fputs("# site policy\n\n203.0.113.240/28   # lab\n[2001:db8:1:dead::]/64\n", file);
+	fclose(file);
+	n = deny_file_apply(path);
+	result(n == 2, "deny file: two ranges applied", n < 0 ? husk_lasterr() : "count");
+	expect("deny file: a range inside an allowed /24 is denied", VM_MAIN, &f, SHOT,
+	       EGRESS_DROP_DENY_RANGE);
+	f = ip4(IPPROTO_TCP, "203.0.113.9", 443, &o);
+	expect("deny file: the rest of the /24 still passes", VM_MAIN, &f, PASS, NONE);
+	allow(VM_MAIN, AF_INET, "203.0.113.241", 32, EGRESS_P_TCP, NULL, 0);
+	f = ip4(IPPROTO_TCP, "203.0.113.241", 443, &o);
+	expect("deny file: not even an exact /32 allow opens it", VM_MAIN, &f, SHOT,
+	       EGRESS_DROP_DENY_RANGE);
+	f = ip4(IPPROTO_UDP, "203.0.113.250", 9999, &o);
+	expect("deny file: denied under 0.0.0.0/0", VM_OPEN, &f, SHOT, EGRESS_DROP_DENY_RANGE);
+	learn(VM_DYN, AF_INET, "203.0.113.245", 30, EGRESS_P_ANY, NULL, 0);
+	f = ip4(IPPROTO_TCP, "203.0.113.245", 443, &o);
+	expect("deny file: a learned address never opens it", VM_DYN, &f, SHOT,
+	       EGRESS_DROP_DENY_RANGE);
+	f = ip6(IPPROTO_TCP, "2001:db8:1:dead::1", 443, &o, 0, NULL);
+	expect("deny file: IPv6 range inside an allowed /48", VM_MAIN, &f, SHOT,
+	       EGRESS_DROP_DENY_RANGE);
+	f = ip6(IPPROTO_TCP, "2001:db8:1::80", 443, &o, 0, NULL);
+	expect("deny file: the rest of the /48 still passes", VM_MAIN, &f, PASS, NONE);
+	unlink(path);
+	n = deny_file_apply(path);
+	result(n == 0, "deny file: a missing file is no ranges", husk_lasterr());
+	rmdir(dir);
+}
+
+/*
  * The host's own addresses, in this program's private network namespace:
  * a tap (broadcast-capable) with 192.0.2.10/24 and the VMs' gateway
  * 10.0.0.1, 198.51.100.77 and 2001:db8:77::1 on lo.
@@ -1209,6 +1272,7 @@ int main(int argc, char **argv)
 	ipv6_cases();
 	pool_cases();
 	cloud_cases();
+	deny_file_cases();
 	host_addr_cases(own_netns);
 	dyn_cases();
 	expiry_cases();
