@@ -90,10 +90,29 @@ int egress_block_cidr(int family, const void *addr, unsigned int prefixlen);
  * on its tap) and the network and broadcast addresses of its IPv4 subnets
  * of /30 and wider. DNS, ARP and ND to a VM's own gateway still pass
  * (checked before the deny list); an explicit allow of the exact /32 or
- * /128 still opens one. A snapshot: addresses added to the host later are
- * not covered. Returns how many addresses were denied, or -errno.
+ * /128 still opens one. A snapshot: egress_watch_host_addrs() keeps it up
+ * to date. Returns how many addresses were denied, or -errno.
  */
 int egress_deny_host_addrs(void);
+/*
+ * Keep the host's addresses denied while VMs run: subscribe to the host's
+ * address announcements (rtnetlink, IPv4 and IPv6), then deny the current
+ * addresses (egress_deny_host_addrs), in that order so that none added in
+ * between is missed. Returns an fd that is readable when the host's
+ * addresses changed (the same fd on later calls), or -errno; egress_close()
+ * closes it.
+ *
+ * egress_watch_poll(), when the fd is readable: deny each address the host
+ * gained, as egress_deny_host_addrs() would, reading a bounded number of
+ * announcements per call (poll again while the fd stays readable). When
+ * the kernel had to drop announcements, the host's addresses are listed
+ * anew. Addresses the host loses stay denied (they may still be on another
+ * interface; denying a stale one is safe). Returns how many addresses were
+ * denied, or -errno: then a new host address may be open to the VMs, and
+ * the caller should stop them.
+ */
+int egress_watch_host_addrs(void);
+int egress_watch_poll(void);
 
 /*
  * Allow one address learned from a DNS answer (the DNS proxy's callback)

@@ -316,14 +316,15 @@ static void on_chan(struct sup *S)
 static void supervise(struct sup *S)
 {
 	while (!S->exited) {
-		struct pollfd p[4] = {
+		struct pollfd p[5] = {
 			{ .fd = S->pidfd, .events = POLLIN },
 			{ .fd = S->sfd, .events = POLLIN },
 			{ .fd = S->chan, .events = POLLIN },
 			{ .fd = run_net_events_fd(S->net), .events = POLLIN },
+			{ .fd = run_net_addr_fd(S->net), .events = POLLIN },
 		};
 		char why[256];
-		int r = poll(p, 4, 1000);
+		int r = poll(p, 5, 1000);
 
 		if (r < 0 && errno != EINTR) {
 			stop_vm(S, "poll failed");
@@ -348,6 +349,9 @@ static void supervise(struct sup *S)
 			}
 		}
 		if ((p[3].revents & POLLIN) && run_net_poll(S->net, why, sizeof(why)))
+			stop_vm(S, why);
+		if ((p[4].revents & (POLLIN | POLLERR)) &&
+		    run_net_addr_poll(S->net, why, sizeof(why)))
 			stop_vm(S, why);
 		if (now_us() > S->backstop) {
 			stop_vm(S, "the VM process did not end by its deadline; killed");

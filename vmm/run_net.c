@@ -1,8 +1,9 @@
 /*
  * run_net: `husk run --net egress` on the supervisor's side: a network slot
  * (lock file), the tap named after it, the host end of the point-to-point
- * link, the eBPF egress filter with the job's rules, and the filter's
- * anomaly events. The VM process only inherits the tap's fd; it never holds
+ * link, the eBPF egress filter with the job's rules, the filter's anomaly
+ * events, and the host's address changes (each new address denied as it
+ * comes). The VM process only inherits the tap's fd; it never holds
  * a BPF map or a netlink socket, so a guest that escapes into it cannot
  * widen its own policy.
  *
@@ -48,6 +49,7 @@ struct run_egress {
 	bool loop_on;
 	struct dns_proxy *dns;
 	int expire_fd;			/* timerfd: expire DNS-opened addresses */
+	int watch_fd;			/* the host's address changes (egress.c owns it) */
 };
 
 /*
@@ -179,10 +181,15 @@ static int setup(struct run_egress *N, int *tap_fd)
 		return err;
 	if (err)
 		husk_debug("net: %d range(s) of %s denied", err, deny_file_path());
-	/* The host itself is not a destination, unless --allow says so. */
-	err = egress_deny_host_addrs();
+	/*
+	 * The host itself is not a destination, unless --allow says so: its
+	 * addresses now, and those it gains while the VM runs (another VM's
+	 * gateway, a DHCP lease, a VPN coming up).
+	 */
+	err = egress_watch_host_addrs();
 	if (err < 0)
 		return err;
+	N->watch_fd = err;
 	for (i = 0; i < o->nr_allow; i++) {
 		const struct run_allow *a = &o->allow[i];
 
@@ -368,7 +375,7 @@ int run_net_setup(struct run_egress **np, const struct run_opts *o, int *tap_fd,
 	if (!N)
 		return husk_seterr(ENOMEM, "out of memory");
 	N->o = o;
-	N->slot_fd = N->expire_fd = -1;
+	N->slot_fd = N->expire_fd = N->watch_fd = -1;
 	err = setup(N, tap_fd);
 	if (!err)
 		err = dns_setup(N);
@@ -394,6 +401,27 @@ bool run_net_poll(struct run_egress *N, char *why, size_t len)
 		return false;
 	N->kill = false;
 	snprintf(why, len, "%s", N->anomaly);
+	return true;
+}
+
+int run_net_addr_fd(struct run_egress *N)
+{
+	return N && N->egress_on ? N->watch_fd : -1;
+}
+
+bool run_net_addr_poll(struct run_egress *N, char *why, size_t len)
+{
+	int n;
+
+	if (!N || !N->egress_on || N->watch_fd < 0)
+		return false;
+	n = egress_watch_poll();
+	if (n > 0)
+		husk_debug("net: %d new host address(es) denied", n);
+	if (n >= 0)
+		return false;
+	/* Fail closed: a host address the filter does not know may be open. */
+	snprintf(why, len, "%s", husk_lasterr());
 	return true;
 }
 

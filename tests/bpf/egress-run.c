@@ -9,17 +9,18 @@
  * endpoints, husk's own address pool (absolute: other VMs' gateways and
  * guests stay closed under any --allow, one's own gateway answers DNS
  * only), the host-wide deny file (deny_file_apply, absolute as well), the
- * host's own addresses (egress_deny_host_addrs, on addresses
- * this program gives a tap in its own network namespace), DNS-learned
- * addresses with TTL and expiry,
- * the first-denied-destinations log, the host->guest counter program, the
- * anomaly thresholds and detach. Needs root; exits 77 otherwise.
+ * host's own addresses (egress_deny_host_addrs, on addresses this program
+ * gives a tap in its own network namespace) and those it gains later
+ * (egress_watch_host_addrs/egress_watch_poll), DNS-learned addresses with
+ * TTL and expiry, the first-denied-destinations log, the host->guest
+ * counter program, the anomaly thresholds and detach. Needs root; exits 77 otherwise.
  * --bench also times each kind of frame over 1e6 repetitions;
  * --bench-only does only that (tools/bench-net).
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <ifaddrs.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -848,6 +849,110 @@ static void host_addr_cases(bool own_netns)
 	close(fd);
 }
 
+/* Poll the watch fd as husk's supervisor does until want addresses were denied. */
+static int watch_until(int fd, int want, int *first)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	int n = 0, r, tries;
+
+	for (tries = 0; tries < 40 && n < want; tries++) {
+		if (poll(&pfd, 1, 50) <= 0)
+			continue;
+		r = egress_watch_poll();
+		if (r < 0)
+			return r;
+		if (first && *first < 0)
+			*first = r;
+		n += r;
+	}
+	return n;
+}
+
+/*
+ * Addresses the host gains after the VMs started (another VM's gateway, a
+ * VPN): denied once the watch fd announced them, IPv4 and IPv6, with their
+ * subnets' network and broadcast addresses; still denied once gone; read
+ * a bounded number of announcements per poll.
+ */
+static void watch_cases(bool own_netns)
+{
+	struct opt o = { 0 };
+	struct frame f;
+	uint8_t a[16];
+	char tap[IFNAMSIZ], name[64];
+	int fd, tfd, ifi, n, first = -1, i, err;
+
+	if (!own_netns) {
+		printf("skip - watched host addresses: no private network namespace\n");
+		return;
+	}
+	fd = egress_watch_host_addrs();
+	result(fd >= 0, "watch: egress_watch_host_addrs gives an fd", husk_lasterr());
+	if (fd < 0)
+		return;
+	result(egress_watch_host_addrs() == fd, "watch: the same fd on a second call",
+	       "another fd");
+	result(poll(&(struct pollfd){ .fd = fd, .events = POLLIN }, 1, 100) == 0,
+	       "watch: nothing announced before a change", "announced");
+	f = ip4(IPPROTO_TCP, "198.51.100.88", 443, &o);
+	expect("watch: before: the future host address passes", VM_OPEN, &f, PASS, NONE);
+
+	tfd = tap_open("watch%d", tap);
+	ifi = tfd >= 0 ? netlink_ifindex(tap) : tfd;
+	err = ifi < 0 ? ifi : 0;
+	inet_pton(AF_INET, "198.51.100.88", a);
+	err = err ?: netlink_addr_add(1, AF_INET, a, 32, NULL);
+	inet_pton(AF_INET6, "2001:db8:88::1", a);
+	err = err ?: netlink_addr_add(1, AF_INET6, a, 128, NULL);
+	inet_pton(AF_INET, "198.18.5.10", a);
+	err = err ?: netlink_addr_add(ifi, AF_INET, a, 24, NULL);
+	if (err) {
+		result(0, "watch: adding addresses", husk_lasterr());
+		return;
+	}
+	n = watch_until(fd, 5, NULL);
+	result(n >= 5, "watch: the new addresses announced and denied",
+	       n < 0 ? husk_lasterr() : "too few");
+	f = ip4(IPPROTO_TCP, "198.51.100.88", 443, &o);
+	expect("watch: a host address added later is denied", VM_OPEN, &f, SHOT,
+	       EGRESS_DROP_DENY_RANGE);
+	f = ip6(IPPROTO_TCP, "2001:db8:88::1", 443, &o, 0, NULL);
+	expect("watch: a host IPv6 address added later is denied", VM_OPEN, &f, SHOT,
+	       EGRESS_DROP_DENY_RANGE);
+	f = ip4(IPPROTO_TCP, "198.18.5.10", 443, &o);
+	expect("watch: a NIC address added later is denied", VM_OPEN, &f, SHOT,
+	       EGRESS_DROP_DENY_RANGE);
+	f = ip4(IPPROTO_UDP, "198.18.5.255", 137, &o);
+	expect("watch: ... with its subnet's broadcast address", VM_OPEN, &f, SHOT,
+	       EGRESS_DROP_DENY_RANGE);
+	f = ip4(IPPROTO_TCP, "198.18.5.11", 443, &o);
+	expect("watch: its neighbour still passes", VM_OPEN, &f, PASS, NONE);
+
+	/* The tap goes, its address with it: still denied (egress.h says why). */
+	close(tfd);
+	for (i = 0; i < 20 && poll(&(struct pollfd){ .fd = fd, .events = POLLIN }, 1, 200) > 0 &&
+		    egress_watch_poll() >= 0; i++)
+		;
+	f = ip4(IPPROTO_TCP, "198.18.5.10", 443, &o);
+	expect("watch: an address the host lost stays denied", VM_OPEN, &f, SHOT,
+	       EGRESS_DROP_DENY_RANGE);
+
+	/* 40 addresses at once: no more than the budget per poll, all in the end. */
+	for (i = 0; i < 40; i++) {
+		snprintf(name, sizeof(name), "198.51.100.%d", 150 + i);
+		inet_pton(AF_INET, name, a);
+		if (netlink_addr_add(1, AF_INET, a, 32, NULL))
+			break;
+	}
+	n = watch_until(fd, 40, &first);
+	result(n == 40 && first > 0 && first < 40,
+	       "watch: a burst is read a bounded number at a time", "counts");
+	printf("     burst: %d denied, %d on the first poll\n", n, first);
+	f = ip4(IPPROTO_TCP, "198.51.100.189", 443, &o);
+	expect("watch: the burst's last address is denied", VM_OPEN, &f, SHOT,
+	       EGRESS_DROP_DENY_RANGE);
+}
+
 static int learn(int vm, int fam, const char *addr, unsigned int ttl,
 		 unsigned int protos, const struct egress_port_range *r, int n)
 {
@@ -1274,6 +1379,7 @@ int main(int argc, char **argv)
 	cloud_cases();
 	deny_file_cases();
 	host_addr_cases(own_netns);
+	watch_cases(own_netns);
 	dyn_cases();
 	expiry_cases();
 	denied_log_cases();

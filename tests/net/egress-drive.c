@@ -13,8 +13,9 @@
  * pages over it.
  *
  * Checked here: allowed TCP/UDP reach the fake internet and are answered;
- * denied destinations, spoofed sources, the host's own address, DNS past
- * the gateway are dropped and counted by reason; a name on the allowlist
+ * denied destinations, spoofed sources, the host's own address (also one
+ * it gains while the "VM" runs), DNS past the gateway are dropped and
+ * counted by reason; a name on the allowlist
  * opens its address only after it was resolved, others get NXDOMAIN; the
  * first-denied log and the host->guest counters; a flood of new flows fires
  * the anomaly event and cuts the VM off. What the sinks receive is checked
@@ -52,10 +53,11 @@
 #define RESOLVER	"203.0.113.53"
 #define PEER		"192.0.2.2"	/* the fake internet's veth end */
 #define HOSTADDR	"192.0.2.1"	/* this namespace's own veth end */
+#define LATEADDR	"192.0.2.77"	/* given to the host once the "VM" runs */
 #define CONN_RATE	30
 #define FLOOD		100
 
-static int tap_fd, ifindex, passed, failed, nevents;
+static int tap_fd, ifindex, watch_fd, passed, failed, nevents;
 static struct netpool_lease lease;
 static uint8_t host_mac[6];
 static struct egress_event last_event;
@@ -467,7 +469,7 @@ static int setup(struct evloop *el, struct dns_proxy **proxy)
 	struct netpool pool;
 	char name[IFNAMSIZ];
 	struct in_addr a;
-	int err, n;
+	int err;
 
 	if (netpool_parse(NETPOOL_DEFAULT, &pool) || netpool_lease(&pool, 0, &lease))
 		return -1;
@@ -501,10 +503,14 @@ static int setup(struct evloop *el, struct dns_proxy **proxy)
 	err = err ?: egress_allow_cidr(ifindex, AF_INET, &a, 24, EGRESS_P_UDP, sink, 1);
 	if (err)
 		return err;
-	n = egress_deny_host_addrs();
-	if (n < 0)
-		return n;
-	printf("note: %d host addresses denied\n", n);
+	/* As run_net.c: the whole pool, and the host's addresses as they come. */
+	err = netpool_parse(NETPOOL_DEFAULT, &pool) ?:
+	      egress_block_cidr(AF_INET, &pool.base, pool.prefixlen);
+	if (err)
+		return err;
+	watch_fd = egress_watch_host_addrs();
+	if (watch_fd < 0)
+		return watch_fd;
 
 	bind_sa.sin_addr = lease.host;
 	up.sin_addr = ip(RESOLVER);
@@ -545,6 +551,43 @@ static bool denied_logged(const struct egress_denied_dst *d, int n, const char *
 		    d[i].port == port && d[i].reason == reason)
 			return true;
 	return false;
+}
+
+/*
+ * The host gains an address while the VM runs (as when another VM starts,
+ * or a VPN comes up): husk's supervisor polls the watch fd and the address
+ * is denied from then on, though it is inside an allowed /24.
+ */
+static void late_address(void)
+{
+	struct pollfd pfd = { .fd = watch_fd, .events = POLLIN };
+	struct in_addr a = ip(LATEADDR);
+	int n = 0, r, tries;
+
+	mark();
+	send_udp(lease.guest, LATEADDR, 42001, 9999, "late-before", 11);
+	check(!dropped_as(EGRESS_DROP_DENY_RANGE) && !dropped_as(EGRESS_DROP_NOT_ALLOWED),
+	      "%s passes while it is not the host's (allowed /24)", LATEADDR);
+	if (netlink_addr_add(1, AF_INET, &a, 32, NULL)) {
+		check(false, "adding %s to lo: %s", LATEADDR, husk_lasterr());
+		return;
+	}
+	/* What the supervisor's loop does with the fd. */
+	for (tries = 0; tries < 20 && n < 1; tries++) {
+		if (poll(&pfd, 1, 100) <= 0)
+			continue;
+		r = egress_watch_poll();
+		if (r < 0) {
+			check(false, "egress_watch_poll: %s", husk_lasterr());
+			return;
+		}
+		n += r;
+	}
+	check(n >= 1, "the watch fd announced the new address (%d denied)", n);
+	mark();
+	send_udp(lease.guest, LATEADDR, 42001, 9999, "late-udp", 8);
+	check(dropped_as(EGRESS_DROP_DENY_RANGE),
+	      "%s, added to the host after the VM started, dropped: deny-range", LATEADDR);
 }
 
 static void traffic(void)
@@ -629,6 +672,8 @@ static void traffic(void)
 		printf("     denied %s proto %u port %u (%s)\n", s, d[i].proto, d[i].port,
 		       egress_reason_name(d[i].reason));
 	}
+
+	late_address();
 
 	/* A flood of new flows: one anomaly event, then the VM is cut off. */
 	for (i = 0; i < FLOOD; i++) {
