@@ -15,11 +15,14 @@
  *   4. DoT (853) always dropped; DNS (53) passes only to the gateway where
  *      husk's DNS proxy listens, and is dropped to anything else even when an
  *      allow rule covers it (the proxy is where names are policed).
- *   5. Deny list (built-in ranges, the host's own addresses, the VM's
- *      --deny prefixes), then the VM's allow LPM trie (protocol + port
- *      ranges). An allow rule overrides a deny range only if it is at least
- *      as specific (egress.h). Only then, and only outside every deny range,
- *      the VM's DNS-learned addresses (exact match, --allow-host).
+ *   5. Absolute denies (built-in ranges such as loopback, and the block
+ *      maps: husk's whole address pool, the host-wide deny file), which
+ *      nothing opens; then the deny list (built-in ranges, the cloud
+ *      platform endpoints, the host's own addresses, the VM's --deny
+ *      prefixes), then the VM's allow LPM trie (protocol + port ranges). An
+ *      allow rule overrides a deny range only if it is at least as specific
+ *      (egress.h). Only then, and only outside every deny range, the VM's
+ *      DNS-learned addresses (exact match, --allow-host).
  *   6. Flow tracking and anomaly thresholds; past the first threshold the VM
  *      gets one ring-buffer event and all its traffic is dropped.
  * A packet refused in step 4 or 5 has its destination noted in the VM's
@@ -52,7 +55,7 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Deny-range "prefix length" that no allow rule can override. */
-#define DENY_HARD	255
+#define DENY_HARD	EGRESS_DENY_ABSOLUTE
 
 #define ETH_P_8021Q_	0x8100
 #define ETH_P_8021AD_	0x88a8
@@ -123,6 +126,23 @@ struct {
 	__type(key, struct egress_lpm6);
 	__type(value, struct egress_deny);
 } egress_deny6 SEC(".maps");
+
+/* Absolute denies for every VM: a match drops, whatever the allow rules. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, EGRESS_MAX_BLOCKS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct egress_lpm4);
+	__type(value, struct egress_deny);
+} egress_block4 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, EGRESS_MAX_BLOCKS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct egress_lpm6);
+	__type(value, struct egress_deny);
+} egress_block6 SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -214,8 +234,21 @@ static __always_inline __u32 deny4_builtin(__u32 d)
 
 	if (a == 127 || a == 0 || a >= 224)
 		return DENY_HARD;	/* loopback, "this network", mcast, bcast */
-	if (d == 0xa9fea9feu)
-		return 32;		/* 169.254.169.254: cloud metadata */
+	/*
+	 * Cloud platform endpoints: only an allow of exactly that address
+	 * opens one. Several sit inside wider ranges below (169.254/16,
+	 * 100.64/10), which an allow of such a range would open; listed here
+	 * they stay closed unless named themselves.
+	 */
+	switch (d) {
+	case 0xa9fea9feu:	/* 169.254.169.254: AWS, GCP, Azure, OCI... metadata */
+	case 0xa9feaa02u:	/* 169.254.170.2: AWS ECS task metadata, credentials */
+	case 0xa9feaa17u:	/* 169.254.170.23: AWS EKS Pod Identity credentials */
+	case 0xa83f8110u:	/* 168.63.129.16: Azure WireServer (a public address) */
+	case 0x646464c8u:	/* 100.100.100.200: Alibaba Cloud metadata */
+	case 0xc00000c0u:	/* 192.0.0.192: Oracle Cloud Classic metadata */
+		return 32;
+	}
 	if (a == 10)
 		return 8;
 	if ((d >> 20) == 0xac1)
@@ -249,6 +282,16 @@ static __always_inline __u32 deny6_builtin(const __u8 *a)
 			return DENY_HARD;	/* v4-mapped: not for the wire */
 		if (w[2] == 0)
 			return 96;	/* ::/96 IPv4-compatible (deprecated) */
+	}
+	if (w[1] == 0 && w[2] == 0) {
+		/* IPv6 cloud platform endpoints, as in deny4_builtin(). */
+		if (w[0] == bpf_htonl(0xfd000ec2) &&
+		    (w[3] == bpf_htonl(0x254) || w[3] == bpf_htonl(0x23)))
+			return 128;	/* fd00:ec2::254 AWS IMDS, ::23 EKS Pod Identity */
+		if (w[0] == bpf_htonl(0xfd2000ce) && w[3] == bpf_htonl(0x254))
+			return 128;	/* fd20:ce::254 GCP metadata */
+		if (w[0] == bpf_htonl(0xfd0000c1) && w[3] == bpf_htonl(0xa9fea9fe))
+			return 128;	/* fd00:c1::a9fe:a9fe Oracle Cloud metadata */
 	}
 	if ((a[0] & 0xfe) == 0xfc)
 		return 7;		/* fc00::/7 ULA */
@@ -320,10 +363,14 @@ static __always_inline int policy(__u32 ifindex, const struct pkt *p)
 					 .addr = p->daddr4 };
 
 		deny = deny4_builtin(bpf_ntohl(p->daddr4));
+		if (deny == DENY_HARD)
+			return EGRESS_DROP_DENY_RANGE;
 		dn = bpf_map_lookup_elem(&egress_deny4, &k);
 		if (dn && dn->plen > deny)
 			deny = dn->plen;
 		k.ifindex = 0;
+		if (bpf_map_lookup_elem(&egress_block4, &k))
+			return EGRESS_DROP_DENY_RANGE;
 		dn = bpf_map_lookup_elem(&egress_deny4, &k);
 		if (dn && dn->plen > deny)
 			deny = dn->plen;
@@ -335,10 +382,14 @@ static __always_inline int policy(__u32 ifindex, const struct pkt *p)
 
 		__builtin_memcpy(k.addr, p->daddr6, 16);
 		deny = deny6_builtin(p->daddr6);
+		if (deny == DENY_HARD)
+			return EGRESS_DROP_DENY_RANGE;
 		dn = bpf_map_lookup_elem(&egress_deny6, &k);
 		if (dn && dn->plen > deny)
 			deny = dn->plen;
 		k.ifindex = 0;
+		if (bpf_map_lookup_elem(&egress_block6, &k))
+			return EGRESS_DROP_DENY_RANGE;
 		dn = bpf_map_lookup_elem(&egress_deny6, &k);
 		if (dn && dn->plen > deny)
 			deny = dn->plen;
@@ -728,7 +779,7 @@ int egress_filter(struct __sk_buff *skb)
 	if (!cfg || !c)
 		return TC_ACT_SHOT;	/* not a configured VM: deny */
 
-	/* Headers may sit in paged data (GSO frames from vnet_hdr taps). */
+	/* Headers may sit in paged data (tun pages the tail of large frames). */
 	if (skb->data_end - skb->data < PULL_LEN)
 		bpf_skb_pull_data(skb, skb->len < PULL_LEN ? skb->len : PULL_LEN);
 	data = (void *)(long)skb->data;

@@ -20,6 +20,7 @@
 
 #define EGRESS_MAX_VMS		1024	/* config/counter/state entries */
 #define EGRESS_MAX_RULES	16384	/* allow/deny LPM entries, all VMs */
+#define EGRESS_MAX_BLOCKS	4096	/* absolute-deny LPM entries, per family */
 #define EGRESS_MAX_FLOWS	65536	/* LRU flow table, all VMs */
 #define EGRESS_MAX_DSTS		65536	/* LRU distinct-destination table */
 #define EGRESS_MAX_DYN		16384	/* DNS-learned addresses, all VMs */
@@ -143,10 +144,25 @@ struct egress_allow {
 	struct egress_port_range ports[EGRESS_MAX_PORT_RANGES];
 };
 
-/* Deny rule value: the rule's own prefix length (see egress_allow.plen). */
+/*
+ * Deny rule value: the rule's own prefix length (see egress_allow.plen), or
+ * EGRESS_DENY_ABSOLUTE for a range no allow rule may open.
+ */
 struct egress_deny {
 	__u32 plen;
 };
+
+#define EGRESS_DENY_ABSOLUTE	255
+
+/*
+ * The block maps (egress_block4/6) hold absolute denies for every VM: husk's
+ * own address pool (every VM's gateway and guest address but one's own DNS
+ * proxy) and the host-wide deny file. Keys are egress_lpm4/6 with ifindex 0;
+ * a destination matching any entry is dropped whatever the allow rules and
+ * learned addresses say. They are separate from the deny maps because an
+ * LPM lookup returns only the longest match: a host address (/32, which a
+ * /32 allow may open) inside an absolute range would otherwise shadow it.
+ */
 
 /*
  * Addresses learned from the VM's DNS proxy answers (--allow-host), an exact

@@ -7,6 +7,7 @@
  * VMs; attaching a VM is adding map entries and a tc filter that points at
  * the same program fd.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -21,6 +22,7 @@
 
 #include "egress.h"
 #include "egress.skel.h"
+#include "netlink.h"
 #include "util.h"
 
 /* Our tc filter's identity on each tap: handle "HU", first priority. */
@@ -28,6 +30,7 @@
 #define EGRESS_TC_PRIO		1
 
 static struct egress_bpf *skel;
+static int watch_fd = -1;		/* egress_watch_host_addrs() */
 static struct ring_buffer *events_rb;
 static egress_event_fn event_fn;
 static void *event_opaque;
@@ -117,6 +120,9 @@ int egress_open(void)
 
 void egress_close(void)
 {
+	if (watch_fd >= 0)
+		close(watch_fd);
+	watch_fd = -1;
 	ring_buffer__free(events_rb);
 	events_rb = NULL;
 	egress_bpf__destroy(skel);
@@ -389,8 +395,9 @@ static int lpm_put(struct bpf_map *m4, struct bpf_map *m6, int ifindex,
 				val, BPF_ANY)) {
 		err = errno;
 		return husk_seterr(err, "egress filter: adding a /%u rule for "
-				   "ifindex %d: %s", prefixlen, ifindex,
-				   strerror(err));
+				   "ifindex %d: %s%s", prefixlen, ifindex,
+				   strerror(err), err == E2BIG ?
+				   " (the filter's rule table is full)" : "");
 	}
 	return 0;
 }
@@ -450,6 +457,16 @@ int egress_deny_cidr(int ifindex, int family, const void *addr,
 		return need_open();
 	return lpm_put(skel->maps.egress_deny4, skel->maps.egress_deny6,
 		       ifindex, family, addr, prefixlen, &v);
+}
+
+int egress_block_cidr(int family, const void *addr, unsigned int prefixlen)
+{
+	struct egress_deny v = { .plen = prefixlen };
+
+	if (!skel)
+		return need_open();
+	return lpm_put(skel->maps.egress_block4, skel->maps.egress_block6, 0,
+		       family, addr, prefixlen, &v);
 }
 
 int egress_read_counters(int ifindex, struct egress_counters *out)
@@ -518,66 +535,132 @@ int egress_events_poll(void)
 
 /* ---- the host's own addresses ---- */
 
-static int deny_host_sockaddr(const struct sockaddr *sa, int *n)
+/*
+ * One address of the host, for every VM (ifindex 0). For IPv4 subnets of /30
+ * and wider also their broadcast address, for which the kernel adds a local
+ * broadcast route (a UDP service bound to 0.0.0.0 receives what is sent
+ * there), and their network address, which older kernels treated the same
+ * way (RFC 3021: /31 and /32 have neither). Computed from address and
+ * prefix length: for a point-to-point address (a tap: the guest at the
+ * other end) the peer is not the broadcast address. Adds to *n per address.
+ */
+static int deny_host_addr(int family, const void *addr, unsigned prefixlen, int *n)
 {
+	struct in_addr a;
+	uint32_t mask;
 	int err;
 
-	if (!sa)
+	err = egress_deny_cidr(0, family, addr, family == AF_INET ? 32 : 128);
+	if (err)
+		return err;
+	++*n;
+	if (family != AF_INET || prefixlen >= 31)
 		return 0;
-	if (sa->sa_family == AF_INET)
-		err = egress_deny_cidr(0, AF_INET,
-				       &((const struct sockaddr_in *)sa)->sin_addr, 32);
-	else if (sa->sa_family == AF_INET6)
-		err = egress_deny_cidr(0, AF_INET6,
-				       &((const struct sockaddr_in6 *)sa)->sin6_addr, 128);
-	else
-		return 0;
-	if (!err)
-		(*n)++;
-	return err;
+	memcpy(&a, addr, 4);
+	mask = htonl(prefixlen ? ~0u << (32 - prefixlen) : 0);
+	a.s_addr &= mask;
+	if ((err = egress_deny_cidr(0, AF_INET, &a, 32)))
+		return err;
+	a.s_addr |= ~mask;
+	if ((err = egress_deny_cidr(0, AF_INET, &a, 32)))
+		return err;
+	*n += 2;
+	return 0;
 }
 
-/*
- * Every address the host answers on, from getifaddrs (rtnetlink underneath):
- * interface addresses, and for IPv4 subnets of /30 and wider their
- * broadcast address, for which the kernel adds a local broadcast route (a
- * UDP service bound to 0.0.0.0 receives what is sent there), plus their
- * network address, which older kernels treated the same way. Computed from
- * address and mask: getifaddrs puts a point-to-point peer (for a tap: the
- * guest) where the broadcast address would be.
- */
+static unsigned mask_len(const struct sockaddr *m)
+{
+	return m ? __builtin_popcount(((const struct sockaddr_in *)m)->sin_addr.s_addr) : 32;
+}
+
+/* Every address the host answers on, from getifaddrs (rtnetlink underneath). */
 int egress_deny_host_addrs(void)
 {
 	struct ifaddrs *ifa, *i;
-	int n = 0, err;
+	int n = 0, err = 0;
 
 	if ((err = need_open()))
 		return err;
 	if (getifaddrs(&ifa) < 0)
 		return husk_seterr(errno, "egress filter: listing the host's "
 				   "addresses: %s", strerror(errno));
-	for (i = ifa; i; i = i->ifa_next) {
+	for (i = ifa; i && !err; i = i->ifa_next) {
 		if (!i->ifa_addr)
 			continue;
-		err = deny_host_sockaddr(i->ifa_addr, &n);
-		if (!err && i->ifa_addr->sa_family == AF_INET && i->ifa_netmask) {
-			struct sockaddr_in sub = *(struct sockaddr_in *)i->ifa_addr;
-			uint32_t mask = ((struct sockaddr_in *)i->ifa_netmask)->sin_addr.s_addr;
-
-			/* /31 and /32 have neither (RFC 3021). */
-			if (ntohl(mask) < 0xfffffffeu) {
-				sub.sin_addr.s_addr &= mask;
-				err = deny_host_sockaddr((struct sockaddr *)&sub, &n);
-				sub.sin_addr.s_addr |= ~mask;
-				if (!err)
-					err = deny_host_sockaddr((struct sockaddr *)&sub, &n);
-			}
-		}
-		if (err)
-			break;
+		if (i->ifa_addr->sa_family == AF_INET)
+			err = deny_host_addr(AF_INET,
+					     &((struct sockaddr_in *)i->ifa_addr)->sin_addr,
+					     mask_len(i->ifa_netmask), &n);
+		else if (i->ifa_addr->sa_family == AF_INET6)
+			err = deny_host_addr(AF_INET6,
+					     &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr,
+					     128, &n);
 	}
 	freeifaddrs(ifa);
 	return err ? err : n;
+}
+
+/* Datagrams read per egress_watch_poll(): bounded work per wakeup. */
+#define WATCH_BUDGET 32
+
+static int on_addr_event(const struct netlink_addr_event *ev, void *arg)
+{
+	char s[INET6_ADDRSTRLEN];
+	int err;
+
+	/*
+	 * A removed address stays denied: the same address may still be on
+	 * another interface, and denying one the host no longer has costs
+	 * nothing but that destination (an exact --allow reopens it).
+	 */
+	if (!ev->added)
+		return 0;
+	err = deny_host_addr(ev->family, ev->addr, ev->prefixlen, arg);
+	if (err) {
+		inet_ntop(ev->family, ev->addr, s, sizeof(s));
+		return husk_seterr(err, "egress filter: cannot deny the host's new "
+				   "address %s: %s", s, husk_lasterr());
+	}
+	return 0;
+}
+
+int egress_watch_host_addrs(void)
+{
+	int fd, n;
+
+	if ((n = need_open()))
+		return n;
+	if (watch_fd >= 0)
+		return watch_fd;
+	/* Subscribe first: an address added while we list is then not missed. */
+	fd = netlink_addr_monitor_open();
+	if (fd < 0)
+		return fd;
+	n = egress_deny_host_addrs();
+	if (n < 0) {
+		close(fd);
+		return n;
+	}
+	watch_fd = fd;
+	return fd;
+}
+
+int egress_watch_poll(void)
+{
+	int n = 0, err;
+
+	if ((err = need_open()))
+		return err;
+	if (watch_fd < 0)
+		return husk_seterr(EBADF, "egress filter: the host's addresses are not "
+				   "watched (egress_watch_host_addrs() first)");
+	err = netlink_addr_monitor_read(watch_fd, WATCH_BUDGET, on_addr_event, &n);
+	if (err == -ENOBUFS) {
+		/* Announcements were lost: deny what the host has now. */
+		husk_debug("egress: address announcements lost, listing the host's addresses");
+		return egress_deny_host_addrs();
+	}
+	return err < 0 ? err : n;
 }
 
 /* ---- addresses learned from DNS answers ---- */

@@ -9,7 +9,8 @@
  * both programs from the tap and every one of those entries.
  * Policy is deny by default: a VM passes DNS to its gateway, ARP/ND for the
  * gateway, and whatever egress_allow_cidr() and egress_allow_addr_ttl()
- * open, minus the deny list.
+ * open, minus the deny list and, whatever they open, the absolute denies
+ * (egress_block_cidr()).
  *
  * Nothing is pinned in bpffs: the maps and programs live as long as this
  * process holds their fds or a tc filter on some tap still refers to the
@@ -74,6 +75,14 @@ int egress_allow_cidr(int ifindex, int family, const void *addr,
  */
 int egress_deny_cidr(int ifindex, int family, const void *addr,
 		     unsigned int prefixlen);
+/*
+ * Deny addr/prefixlen for every VM, absolutely: no allow rule, however
+ * specific, and no learned address opens it (husk's own address pool, the
+ * host-wide deny file). DNS to a VM's own gateway, ARP and ND with it are
+ * decided before any deny and still pass. Up to EGRESS_MAX_BLOCKS ranges
+ * per address family.
+ */
+int egress_block_cidr(int family, const void *addr, unsigned int prefixlen);
 
 /*
  * Deny every address of the host itself, for every VM (ifindex 0 entries):
@@ -81,10 +90,29 @@ int egress_deny_cidr(int ifindex, int family, const void *addr,
  * on its tap) and the network and broadcast addresses of its IPv4 subnets
  * of /30 and wider. DNS, ARP and ND to a VM's own gateway still pass
  * (checked before the deny list); an explicit allow of the exact /32 or
- * /128 still opens one. A snapshot: addresses added to the host later are
- * not covered. Returns how many addresses were denied, or -errno.
+ * /128 still opens one. A snapshot: egress_watch_host_addrs() keeps it up
+ * to date. Returns how many addresses were denied, or -errno.
  */
 int egress_deny_host_addrs(void);
+/*
+ * Keep the host's addresses denied while VMs run: subscribe to the host's
+ * address announcements (rtnetlink, IPv4 and IPv6), then deny the current
+ * addresses (egress_deny_host_addrs), in that order so that none added in
+ * between is missed. Returns an fd that is readable when the host's
+ * addresses changed (the same fd on later calls), or -errno; egress_close()
+ * closes it.
+ *
+ * egress_watch_poll(), when the fd is readable: deny each address the host
+ * gained, as egress_deny_host_addrs() would, reading a bounded number of
+ * announcements per call (poll again while the fd stays readable). When
+ * the kernel had to drop announcements, the host's addresses are listed
+ * anew. Addresses the host loses stay denied (they may still be on another
+ * interface; denying a stale one is safe). Returns how many addresses were
+ * denied, or -errno: then a new host address may be open to the VMs, and
+ * the caller should stop them.
+ */
+int egress_watch_host_addrs(void);
+int egress_watch_poll(void);
 
 /*
  * Allow one address learned from a DNS answer (the DNS proxy's callback)

@@ -529,3 +529,112 @@ int netlink_del_stale_taps(const char *prefix, const char *lock_dir)
 	free(s.taps);
 	return err ? err : deleted;
 }
+
+/* ---- the host's address changes ---- */
+
+#define NL_MONITOR_BUF 16384
+#define NL_MONITOR_RCVBUF (1 << 20)
+
+int netlink_addr_monitor_open(void)
+{
+	struct sockaddr_nl sa = {
+		.nl_family = AF_NETLINK,
+		.nl_groups = RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR,
+	};
+	int fd, rcv = NL_MONITOR_RCVBUF;
+
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_ROUTE);
+	if (fd < 0)
+		return nl_error("watching the host's addresses", errno,
+				"cannot open a NETLINK_ROUTE socket");
+	/* Best effort: room for bursts (many VMs starting at once). */
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int err = nl_error("watching the host's addresses", errno, "netlink bind");
+
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+/* One RTM_NEWADDR/RTM_DELADDR message into ev; false if it is not one. */
+static bool addr_event(const struct nlmsghdr *h, struct netlink_addr_event *ev)
+{
+	const struct ifaddrmsg *ifa = NLMSG_DATA(h);
+	const struct rtattr *a, *local = NULL, *address = NULL;
+	size_t len, alen;
+
+	if ((h->nlmsg_type != RTM_NEWADDR && h->nlmsg_type != RTM_DELADDR) ||
+	    h->nlmsg_len < NLMSG_LENGTH(sizeof(*ifa)))
+		return false;
+	if (ifa->ifa_family == AF_INET)
+		alen = 4;
+	else if (ifa->ifa_family == AF_INET6)
+		alen = 16;
+	else
+		return false;
+	len = h->nlmsg_len - NLMSG_LENGTH(sizeof(*ifa));
+	for (a = IFA_RTA(ifa); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
+		if (RTA_PAYLOAD(a) != alen)
+			continue;
+		if (a->rta_type == IFA_LOCAL)
+			local = a;
+		else if (a->rta_type == IFA_ADDRESS)
+			address = a;
+	}
+	/* IFA_LOCAL is ours when there is a peer (IFA_ADDRESS is then the peer). */
+	if (!local)
+		local = address;
+	if (!local)
+		return false;
+	memset(ev, 0, sizeof(*ev));
+	ev->family = ifa->ifa_family;
+	ev->added = h->nlmsg_type == RTM_NEWADDR;
+	ev->ifindex = ifa->ifa_index;
+	ev->prefixlen = ifa->ifa_prefixlen;
+	memcpy(ev->addr, RTA_DATA(local), alen);
+	return true;
+}
+
+int netlink_addr_monitor_read(int fd, unsigned max_msgs, netlink_addr_fn fn, void *arg)
+{
+	static __thread char buf[NL_MONITOR_BUF];
+	struct netlink_addr_event ev;
+	struct sockaddr_nl sa;
+	socklen_t salen;
+	unsigned got;
+	ssize_t n;
+	int err;
+
+	for (got = 0; got < max_msgs;) {
+		struct nlmsghdr *h;
+		size_t len;
+
+		salen = sizeof(sa);
+		n = recvfrom(fd, buf, sizeof(buf), MSG_TRUNC, (struct sockaddr *)&sa, &salen);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n >= 0)
+			got++;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (n < 0 && errno == ENOBUFS)
+			return -ENOBUFS;
+		if (n < 0)
+			return nl_error("watching the host's addresses", errno, "netlink receive");
+		if ((size_t)n > sizeof(buf))
+			return -ENOBUFS;	/* cut short: as good as lost */
+		/* Only the kernel announces addresses. */
+		if (salen < sizeof(sa) || sa.nl_family != AF_NETLINK || sa.nl_pid != 0)
+			continue;
+		len = n;
+		for (h = (struct nlmsghdr *)buf; NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
+			if (!addr_event(h, &ev))
+				continue;
+			if ((err = fn(&ev, arg)))
+				return err;
+		}
+	}
+	return got;
+}

@@ -404,16 +404,17 @@ static void supervise(struct sup *S)
 {
 	while (!S->exited) {
 		bool take = S->chan >= 0 && !S->msg_on;
-		struct pollfd p[4] = {
+		struct pollfd p[5] = {
 			{ .fd = S->pidfd, .events = POLLIN },
 			{ .fd = S->sfd, .events = POLLIN },
 			{ .fd = take ? S->chan : -1, .events = POLLIN },
 			{ .fd = run_net_events_fd(S->net), .events = POLLIN },
+			{ .fd = run_net_addr_fd(S->net), .events = POLLIN },
 		};
 		bool busy = S->msg_on || (S->child_gone && S->chan >= 0);
 		char why[256];
 		uint64_t now;
-		int r = poll(p, 4, busy ? 0 : next_timeout(S));
+		int r = poll(p, 5, busy ? 0 : next_timeout(S));
 
 		if (r < 0 && errno != EINTR) {
 			stop_vm(S, "poll failed");
@@ -422,6 +423,9 @@ static void supervise(struct sup *S)
 		if (p[1].revents & POLLIN)
 			on_signal(S);
 		if ((p[3].revents & POLLIN) && run_net_poll(S->net, why, sizeof(why)))
+			stop_vm(S, why);
+		if ((p[4].revents & (POLLIN | POLLERR)) &&
+		    run_net_addr_poll(S->net, why, sizeof(why)))
 			stop_vm(S, why);
 		if (p[0].revents & POLLIN)
 			S->child_gone = true;

@@ -164,6 +164,13 @@ int run_net_setup(struct run_egress **np, const struct run_opts *o, int *tap_fd,
 int run_net_events_fd(struct run_egress *n);
 /* Read events; returns true when the filter wants the VM killed (why in out). */
 bool run_net_poll(struct run_egress *n, char *why, size_t len);
+/* fd to poll for the host's address changes, -1 if none. */
+int run_net_addr_fd(struct run_egress *n);
+/*
+ * Deny the host's new addresses (bounded work per call); true when that
+ * failed and the VM must be stopped (why in out).
+ */
+bool run_net_addr_poll(struct run_egress *n, char *why, size_t len);
 /* Remove everything; fills the network part of r. */
 void run_net_teardown(struct run_egress *n, struct run_result *r);
 /* Remove taps and slot leftovers of husks that died (at start). */

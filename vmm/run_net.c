@@ -1,8 +1,9 @@
 /*
  * run_net: `husk run --net egress` on the supervisor's side: a network slot
  * (lock file), the tap named after it, the host end of the point-to-point
- * link, the eBPF egress filter with the job's rules, and the filter's
- * anomaly events. The VM process only inherits the tap's fd; it never holds
+ * link, the eBPF egress filter with the job's rules, the filter's anomaly
+ * events, and the host's address changes (each new address denied as it
+ * comes). The VM process only inherits the tap's fd; it never holds
  * a BPF map or a netlink socket, so a guest that escapes into it cannot
  * widen its own policy.
  *
@@ -21,6 +22,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "deny_file.h"
 #include "dns_proxy.h"
 #include "egress.h"
 #include "evloop.h"
@@ -47,6 +49,7 @@ struct run_egress {
 	bool loop_on;
 	struct dns_proxy *dns;
 	int expire_fd;			/* timerfd: expire DNS-opened addresses */
+	int watch_fd;			/* the host's address changes (egress.c owns it) */
 };
 
 /*
@@ -163,10 +166,30 @@ static int setup(struct run_egress *N, int *tap_fd)
 	if (err)
 		return err;
 	N->egress_on = true;
-	/* The host itself is not a destination, unless --allow says so. */
-	err = egress_deny_host_addrs();
+	/*
+	 * The whole pool, whatever --allow says: other VMs' gateways are the
+	 * host's own addresses (local delivery, not forwarding), other VMs'
+	 * guests are not a job's business. DNS to this VM's own gateway is
+	 * decided before any deny.
+	 */
+	err = egress_block_cidr(AF_INET, &pool.base, pool.prefixlen);
+	if (err)
+		return err;
+	/* The host's own list (deny_file.h): absolute too; all of it or no run. */
+	err = deny_file_apply(deny_file_path());
 	if (err < 0)
 		return err;
+	if (err)
+		husk_debug("net: %d range(s) of %s denied", err, deny_file_path());
+	/*
+	 * The host itself is not a destination, unless --allow says so: its
+	 * addresses now, and those it gains while the VM runs (another VM's
+	 * gateway, a DHCP lease, a VPN coming up).
+	 */
+	err = egress_watch_host_addrs();
+	if (err < 0)
+		return err;
+	N->watch_fd = err;
 	for (i = 0; i < o->nr_allow; i++) {
 		const struct run_allow *a = &o->allow[i];
 
@@ -352,7 +375,7 @@ int run_net_setup(struct run_egress **np, const struct run_opts *o, int *tap_fd,
 	if (!N)
 		return husk_seterr(ENOMEM, "out of memory");
 	N->o = o;
-	N->slot_fd = N->expire_fd = -1;
+	N->slot_fd = N->expire_fd = N->watch_fd = -1;
 	err = setup(N, tap_fd);
 	if (!err)
 		err = dns_setup(N);
@@ -378,6 +401,27 @@ bool run_net_poll(struct run_egress *N, char *why, size_t len)
 		return false;
 	N->kill = false;
 	snprintf(why, len, "%s", N->anomaly);
+	return true;
+}
+
+int run_net_addr_fd(struct run_egress *N)
+{
+	return N && N->egress_on ? N->watch_fd : -1;
+}
+
+bool run_net_addr_poll(struct run_egress *N, char *why, size_t len)
+{
+	int n;
+
+	if (!N || !N->egress_on || N->watch_fd < 0)
+		return false;
+	n = egress_watch_poll();
+	if (n > 0)
+		husk_debug("net: %d new host address(es) denied", n);
+	if (n >= 0)
+		return false;
+	/* Fail closed: a host address the filter does not know may be open. */
+	snprintf(why, len, "%s", husk_lasterr());
 	return true;
 }
 

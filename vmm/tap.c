@@ -3,7 +3,11 @@
  *
  * IFF_TUN_EXCL makes TUNSETIFF fail instead of silently attaching to a
  * persistent tap of the same name that someone else created: a VM must
- * never share (or steal) another interface's traffic.
+ * never share (or steal) another interface's traffic. Without IFF_VNET_HDR
+ * the tun driver parses no header from us, and with its offloads off (the
+ * default, set once more explicitly) the host stack checksums and segments
+ * every frame before handing it over: each one is a plain, complete
+ * Ethernet frame.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,19 +26,20 @@
 #define IFF_TUN_EXCL 0x8000
 #endif
 
-int tap_set_vnet(int fd)
+int tap_check_bare(int fd)
 {
-	int hdr = TAP_VNET_HDR_LEN;
+	struct ifreq ifr;
 
-	if (ioctl(fd, TUNSETVNETHDRSZ, &hdr) < 0)
-		return husk_seterr(errno, "tap: TUNSETVNETHDRSZ %d: %s", hdr, strerror(errno));
-	/*
-	 * No TUN_F_CSUM/TSO/UFO: the host hands us only complete, checksummed
-	 * frames no bigger than the MTU, which is all a guest without offload
-	 * features can take.
-	 */
-	if (ioctl(fd, TUNSETOFFLOAD, 0UL) < 0)
-		return husk_seterr(errno, "tap: TUNSETOFFLOAD 0: %s", strerror(errno));
+	memset(&ifr, 0, sizeof(ifr));
+	if (ioctl(fd, TUNGETIFF, &ifr) < 0) {
+		if (errno == ENOTTY || errno == EINVAL || errno == EBADFD)
+			return 0;	/* not a tun/tap fd */
+		return husk_seterr(errno, "tap: TUNGETIFF: %s", strerror(errno));
+	}
+	if (ifr.ifr_flags & IFF_VNET_HDR)
+		return husk_seterr(EINVAL, "tap %.*s carries virtio-net headers "
+				   "(IFF_VNET_HDR); husk needs a tap of bare frames",
+				   IFNAMSIZ, ifr.ifr_name);
 	return 0;
 }
 
@@ -79,13 +84,15 @@ int tap_open(const char *name, char *ifname_out)
 	}
 	memset(&ifr, 0, sizeof(ifr));
 	memcpy(ifr.ifr_name, name, n);
-	ifr.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR | IFF_TUN_EXCL;
+	/* No IFF_VNET_HDR: see tap.h. */
+	ifr.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_TUN_EXCL;
 	if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
 		err = tap_error(name, errno);
 		close(fd);
 		return err;
 	}
-	if ((err = tap_set_vnet(fd))) {
+	if (ioctl(fd, TUNSETOFFLOAD, 0UL) < 0) {
+		err = husk_seterr(errno, "tap: TUNSETOFFLOAD 0: %s", strerror(errno));
 		close(fd);
 		return err;
 	}

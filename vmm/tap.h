@@ -1,9 +1,11 @@
 /*
- * tap: the host end of a guest's network card. A tap device carries
- * Ethernet frames between the host stack and husk; every frame read or
- * written is preceded by a 12-byte virtio_net_hdr_v1 (IFF_VNET_HDR), the
- * same header the guest's virtio-net driver uses, with no offloads
- * negotiated so it is always all zeroes (num_buffers aside).
+ * tap: the host end of a guest's network card. A tap device carries bare
+ * Ethernet frames between the host stack and husk: one frame per read or
+ * write, no packet-info prefix and no virtio_net_hdr (no IFF_VNET_HDR).
+ * The guest's virtio-net header ends at husk's device model
+ * (vmm/virtio_net.c), so no guest-chosen GSO or checksum metadata ever
+ * reaches the host kernel's tun code, and the host can only hand husk
+ * complete frames no longer than the tap's MTU.
  *
  * The device is not persistent: it disappears when its last fd is closed,
  * so a crashed husk leaves no interface behind.
@@ -12,8 +14,6 @@
 #define HUSK_TAP_H
 
 #include <net/if.h>
-
-#define TAP_VNET_HDR_LEN 12
 
 /*
  * Create a new tap called name (a fixed name, or a pattern with one "%d"
@@ -25,9 +25,10 @@
 int tap_open(const char *name, char *ifname_out);
 
 /*
- * Put the virtio-net header contract on a tap fd: 12-byte headers, no
- * offloads. Done by tap_open; exposed for fds handed over by others.
+ * Check that fd, if it is a tun/tap fd at all, carries bare frames: a tap
+ * opened with IFF_VNET_HDR (by someone else) is -EINVAL, since its frames
+ * would be misread. Other fds (a socket in the unit tests) are fine.
  */
-int tap_set_vnet(int fd);
+int tap_check_bare(int fd);
 
 #endif

@@ -1,19 +1,24 @@
 /*
  * virtio_net: a virtio-net device backed by a tap fd. See virtio_net.h.
  *
- * Transmit: each chain on the tx queue is one frame behind a 12-byte
- * virtio_net_hdr_v1. The guest's header is replaced by a zero one before
- * writev() to the tap: with no offloads negotiated it must be zero anyway,
- * and this way no guest-chosen GSO or checksum metadata ever reaches the
- * host kernel. Chains of impossible size are dropped and counted.
+ * The guest's side of the wire puts a 12-byte virtio_net_hdr_v1 before
+ * every frame; the tap's side carries bare Ethernet frames (vmm/tap.h: no
+ * IFF_VNET_HDR). The header is the device model's business alone.
+ *
+ * Transmit: each chain on the tx queue is one frame behind the guest's
+ * header. The header is skipped, never read: with no offloads negotiated
+ * it has nothing to say, and whatever GSO or checksum flags a hostile guest
+ * puts there cannot reach the host kernel, which only ever sees the frame.
+ * Chains of impossible size are dropped and counted.
  *
  * Receive: the tap is polled (EPOLLIN) only while the guest has receive
  * buffers. One chain is popped and held, then readv() fills it directly
- * (header included) with a scratch buffer behind it, so a frame longer
- * than the guest's buffer is detected and dropped instead of silently
- * truncated; the held chain then waits for the next frame. When the rx
- * ring is empty the tap is dropped from the event loop until the guest
- * posts buffers and notifies: no busy loop, no queue in husk.
+ * from byte 12 on, with a scratch buffer behind it, so a frame longer than
+ * the guest's buffer is detected and dropped instead of silently
+ * truncated; the held chain then waits for the next frame. The header
+ * before the frame is written by husk: all zero but num_buffers = 1. When
+ * the rx ring is empty the tap is dropped from the event loop until the
+ * guest posts buffers and notifies: no busy loop, no queue in husk.
  *
  * All queue work runs on the event loop under d->lock; the transport takes
  * it around notify/reset, the tap callback takes it itself.
@@ -40,11 +45,14 @@
 #define NET_RX 0
 #define NET_TX 1
 #define NET_QUEUE_SIZE 256
-#define NET_HDR_LEN TAP_VNET_HDR_LEN
+#define NET_HDR_LEN 12			/* virtio_net_hdr_v1, guest side only */
 #define NET_NUM_BUFFERS_OFF 10		/* le16 num_buffers in virtio_net_hdr_v1 */
-/* Header + frame: at least an Ethernet header, at most a 64 KiB IP packet. */
-#define NET_FRAME_MIN (NET_HDR_LEN + 14)
-#define NET_FRAME_MAX 65550
+/* A frame: at least an Ethernet header, at most a 64 KiB IP packet. */
+#define NET_ETH_MIN 14
+#define NET_ETH_MAX 65538
+/* The same with the guest's header in front, as chains carry them. */
+#define NET_FRAME_MIN (NET_HDR_LEN + NET_ETH_MIN)
+#define NET_FRAME_MAX (NET_HDR_LEN + NET_ETH_MAX)
 /* Frames per tap callback, so one busy tap cannot starve the other devices. */
 #define NET_RX_BUDGET 64
 #define NET_REPORTS 3
@@ -62,18 +70,19 @@ struct net {
 	bool rx_held;			/* rx_chain popped and waiting for a frame */
 	unsigned errors_reported;
 	struct virtio_net_stats st;
-	uint8_t *scratch;		/* NET_FRAME_MAX: tail that catches overlong frames */
+	uint8_t *scratch;		/* NET_ETH_MAX: tail that catches overlong frames */
 	struct vq_chain rx_chain, tx_chain;	/* big: not on the loop's stack */
 	struct iovec iov[VQ_MAX_CHAIN + 1];
 };
-
-static const uint8_t zero_hdr[NET_HDR_LEN];
 
 static void net_report(struct net *n, const char *what, int err)
 {
 	if (n->errors_reported++ < NET_REPORTS || husk_verbose)
 		husk_msg("virtio-net: %s: %s", what, strerror(err));
 }
+
+/* What the guest finds before each received frame. */
+static const uint8_t rx_hdr[NET_HDR_LEN] = { [NET_NUM_BUFFERS_OFF] = 1 };
 
 static void net_read_config(struct virtio_dev *d, uint32_t off, void *data, unsigned len)
 {
@@ -111,15 +120,43 @@ static bool rx_ready(const struct virtio_dev *d)
 	       d->vq[NET_RX].ready;
 }
 
+/*
+ * iovecs for a chain's buffers (v, n) from byte skip on, at most cap bytes
+ * (their total in *len): the frame behind the guest's header, wherever the
+ * descriptor boundaries fall.
+ */
+static unsigned chain_iov(const struct vq_iov *v, unsigned n, uint64_t skip, uint64_t cap,
+			  struct iovec *out, uint64_t *len)
+{
+	unsigned i, k = 0;
+	uint64_t take;
+
+	*len = 0;
+	for (i = 0; i < n && *len < cap; i++) {
+		if (skip >= v[i].len) {
+			skip -= v[i].len;
+			continue;
+		}
+		take = v[i].len - skip;
+		if (take > cap - *len)
+			take = cap - *len;
+		out[k].iov_base = v[i].base + skip;
+		out[k].iov_len = take;
+		k++;
+		*len += take;
+		skip = 0;
+	}
+	return k;
+}
+
 /* Deliver up to NET_RX_BUDGET frames from the tap; d->lock held. */
 static void rx_process(struct net *n)
 {
 	struct virtio_dev *d = &n->dev;
 	struct virtqueue *vq = &d->vq[NET_RX];
 	struct vq_chain *c = &n->rx_chain;
-	uint16_t one = htole16(1);
-	unsigned budget, i, k;
-	uint64_t room, take;
+	unsigned budget, k;
+	uint64_t room;
 	bool pushed = false;
 	ssize_t r;
 	int ret;
@@ -152,21 +189,14 @@ static void rx_process(struct net *n)
 			continue;
 		}
 		/*
-		 * Only the first NET_FRAME_MAX bytes of the guest's buffers are
-		 * offered, so a guest describing gigabytes cannot push readv()
-		 * past SSIZE_MAX.
+		 * The frame goes after the header's 12 bytes, wherever the
+		 * guest's descriptors put them. Only NET_ETH_MAX bytes of its
+		 * buffers are offered, so a guest describing gigabytes cannot
+		 * push readv() past SSIZE_MAX.
 		 */
-		room = 0;
-		for (i = k = 0; i < c->n_in && room < NET_FRAME_MAX; i++) {
-			take = c->in[i].len;
-			if (take > NET_FRAME_MAX - room)
-				take = NET_FRAME_MAX - room;
-			n->iov[k].iov_base = c->in[i].base;
-			n->iov[k++].iov_len = take;
-			room += take;
-		}
+		k = chain_iov(c->in, c->n_in, NET_HDR_LEN, NET_ETH_MAX, n->iov, &room);
 		n->iov[k].iov_base = n->scratch;
-		n->iov[k++].iov_len = NET_FRAME_MAX;
+		n->iov[k++].iov_len = NET_ETH_MAX;
 		r = readv(n->fd, n->iov, k);
 		if (r < 0) {
 			if (errno == EINTR)
@@ -180,19 +210,19 @@ static void rx_process(struct net *n)
 			rx_set_polling(n, false);
 			goto out;
 		}
-		if (r < NET_FRAME_MIN || (uint64_t)r > room) {
+		if (r < NET_ETH_MIN || (uint64_t)r > room) {
 			/* Runt, or longer than the guest's buffer: keep the chain. */
 			n->st.rx_dropped++;
 			continue;
 		}
-		/* The tap leaves num_buffers alone; without MRG_RXBUF it must be 1. */
-		vq_copy_to(c->in, c->n_in, NET_NUM_BUFFERS_OFF, &one, sizeof(one));
+		/* Without MRG_RXBUF num_buffers is 1; nothing else is offloaded. */
+		vq_copy_to(c->in, c->n_in, 0, rx_hdr, sizeof(rx_hdr));
 		n->rx_held = false;
-		if (vq_push(vq, c->head, r))
+		if (vq_push(vq, c->head, NET_HDR_LEN + r))
 			goto broken;
 		pushed = true;
 		n->st.rx_frames++;
-		n->st.rx_bytes += r - NET_HDR_LEN;
+		n->st.rx_bytes += r;
 	}
 	/* Budget spent with frames possibly left: level-triggered epoll calls again. */
 	rx_set_polling(n, true);
@@ -214,33 +244,13 @@ static void tap_cb(void *arg, uint32_t events)
 	pthread_mutex_unlock(&n->dev.lock);
 }
 
-/*
- * iovecs for the frame after the guest's header: the bytes of the readable
- * part from offset skip on, wherever the descriptor boundaries fall.
- */
-static unsigned tx_frame_iov(const struct vq_chain *c, uint64_t skip, struct iovec *out)
-{
-	unsigned i, k = 0;
-
-	for (i = 0; i < c->n_out; i++) {
-		if (skip >= c->out[i].len) {
-			skip -= c->out[i].len;
-			continue;
-		}
-		out[k].iov_base = c->out[i].base + skip;
-		out[k].iov_len = c->out[i].len - skip;
-		k++;
-		skip = 0;
-	}
-	return k;
-}
-
 static void tx_process(struct net *n)
 {
 	struct virtio_dev *d = &n->dev;
 	struct virtqueue *vq = &d->vq[NET_TX];
 	struct vq_chain *c = &n->tx_chain;
 	bool pushed = false;
+	uint64_t len;
 	unsigned k;
 	ssize_t r;
 	int ret;
@@ -249,9 +259,8 @@ static void tx_process(struct net *n)
 		if (c->out_len < NET_FRAME_MIN || c->out_len > NET_FRAME_MAX) {
 			n->st.tx_dropped++;
 		} else {
-			n->iov[0].iov_base = (void *)zero_hdr;
-			n->iov[0].iov_len = NET_HDR_LEN;
-			k = 1 + tx_frame_iov(c, NET_HDR_LEN, n->iov + 1);
+			/* The frame only: the guest's header stays behind. */
+			k = chain_iov(c->out, c->n_out, NET_HDR_LEN, NET_ETH_MAX, n->iov, &len);
 			do
 				r = writev(n->fd, n->iov, k);
 			while (r < 0 && errno == EINTR);
@@ -262,7 +271,7 @@ static void tx_process(struct net *n)
 				n->st.tx_dropped++;
 			} else {
 				n->st.tx_frames++;
-				n->st.tx_bytes += c->out_len - NET_HDR_LEN;
+				n->st.tx_bytes += len;
 			}
 		}
 		/* Transmit buffers are read-only: nothing written back. */
@@ -343,15 +352,14 @@ int virtio_net_create(struct vm *vm, int tap_fd, const uint8_t mac[6])
 
 	n = calloc(1, sizeof(*n));
 	if (n)
-		n->scratch = malloc(NET_FRAME_MAX);
+		n->scratch = malloc(NET_ETH_MAX);
 	if (!n || !n->scratch) {
 		err = husk_seterr(ENOMEM, "out of memory for the network device");
 		goto fail;
 	}
 	n->fd = tap_fd;
-	/* Not a tap (a socket in the tests): frames carry the header all the same. */
-	err = tap_set_vnet(tap_fd);
-	if (err && err != -ENOTTY && err != -EINVAL && err != -EBADFD)
+	/* A tap handed over with IFF_VNET_HDR would misread every frame. */
+	if ((err = tap_check_bare(tap_fd)))
 		goto fail;
 	memcpy(n->config.mac, mac, sizeof(n->config.mac));
 	n->config.status = htole16(VIRTIO_NET_S_LINK_UP);

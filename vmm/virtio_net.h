@@ -1,7 +1,9 @@
 /*
  * virtio_net: a virtio network card whose wire is a tap fd (or any fd that
- * carries one frame per read/write, each behind a 12-byte virtio_net_hdr_v1:
- * a SOCK_DGRAM socket does in the unit tests).
+ * carries one bare Ethernet frame per read/write: a SOCK_DGRAM socket does
+ * in the unit tests). The guest's virtio_net_hdr_v1 never leaves the device
+ * model: it is dropped on transmit, and on receive the guest gets a zeroed
+ * one (num_buffers 1) that husk writes itself.
  *
  * Features: VERSION_1, MAC, STATUS (link always up), INDIRECT_DESC; no
  * checksum or segmentation offloads, no mergeable buffers, one queue pair

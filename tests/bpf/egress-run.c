@@ -5,17 +5,22 @@
  * configures fake VMs keyed by made-up ifindexes (no tap is needed:
  * BPF_PROG_TEST_RUN takes the ifindex from ctx.ingress_ifindex), runs frames
  * with bpf_prog_test_run_opts and checks the verdict plus which counter
- * moved. Covers IPv4 and IPv6 rules and deny ranges, the host's own
- * addresses (egress_deny_host_addrs, on addresses this program gives a tap
- * in its own network namespace), DNS-learned addresses with TTL and expiry,
- * the first-denied-destinations log, the host->guest counter program, the
- * anomaly thresholds and detach. Needs root; exits 77 otherwise.
+ * moved. Covers IPv4 and IPv6 rules and deny ranges, the cloud platform
+ * endpoints, husk's own address pool (absolute: other VMs' gateways and
+ * guests stay closed under any --allow, one's own gateway answers DNS
+ * only), the host-wide deny file (deny_file_apply, absolute as well), the
+ * host's own addresses (egress_deny_host_addrs, on addresses this program
+ * gives a tap in its own network namespace) and those it gains later
+ * (egress_watch_host_addrs/egress_watch_poll), DNS-learned addresses with
+ * TTL and expiry, the first-denied-destinations log, the host->guest
+ * counter program, the anomaly thresholds and detach. Needs root; exits 77 otherwise.
  * --bench also times each kind of frame over 1e6 repetitions;
  * --bench-only does only that (tools/bench-net).
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <ifaddrs.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,8 +30,10 @@
 #include <bpf/bpf.h>
 #include <linux/pkt_cls.h>
 
+#include "deny_file.h"
 #include "egress.h"
 #include "netlink.h"
+#include "netpool.h"
 #include "tap.h"
 #include "util.h"
 
@@ -39,6 +46,8 @@
 #define VM_EXP		4248	/* expiry */
 #define VM_DENYLOG	4249	/* first denied destinations */
 #define VM_NOV6		4250	/* no IPv6 configured */
+#define VM_POOL		4251	/* a VM of husk's pool (slot 1), allows 10/8 and 0/0 */
+#define VM_TEN		4252	/* allows 10/8 and the ranges around cloud endpoints */
 #define VM_LO		1	/* the counter program sees loopback in test runs */
 
 #define PASS		TC_ACT_OK
@@ -51,6 +60,9 @@ static const char *guest4 = "10.0.0.2", *gw4 = "10.0.0.1";
 static const char *guest6 = "2001:db8:ff::2", *gw6 = "fe80::1";
 
 static int passed, failed, nevents;
+
+static int learn(int vm, int fam, const char *addr, unsigned int ttl,
+		 unsigned int protos, const struct egress_port_range *r, int n);
 static struct egress_event last_event;
 
 struct frame {
@@ -283,6 +295,23 @@ static int setup_vm_v6(int vm, uint32_t max_conns, uint64_t max_total, bool v6)
 static int setup_vm(int vm, uint32_t max_conns, uint64_t max_total)
 {
 	return setup_vm_v6(vm, max_conns, max_total, true);
+}
+
+/* A VM with the addresses husk gives pool slot `slot`. */
+static int setup_vm_slot(int vm, unsigned slot, struct netpool_lease *l)
+{
+	struct egress_policy p = { 0 };
+	struct netpool pool;
+	int err;
+
+	err = netpool_parse(NETPOOL_DEFAULT, &pool) ?: netpool_lease(&pool, slot, l);
+	if (err)
+		return err;
+	memcpy(p.guest_mac, guest_mac, 6);
+	p.guest_ip4 = l->guest;
+	p.gateway_ip4 = l->host;
+	p.window_ms = 60000;
+	return egress_configure(vm, &p);
 }
 
 static int allow(int vm, int fam, const char *cidr, unsigned int plen,
@@ -573,6 +602,185 @@ static void ipv6_cases(void)
 }
 
 /*
+ * husk's address pool 10.200.0.0/16, blocked as run_net.c does: absolute for
+ * every VM. VM_POOL has slot 1 (guest 10.200.0.6, gateway 10.200.0.5) and
+ * allows 10/8 and 0/0; slot 2's gateway 10.200.0.9 stands for a VM that
+ * started later, whose gateway is a local address of the host.
+ */
+static void pool_cases(void)
+{
+	struct opt o = { .src = "10.200.0.6" }, x = { 0 };
+	struct frame f;
+
+	f = ip4(IPPROTO_UDP, "10.200.0.5", 53, &o);
+	expect("pool: DNS/udp to the VM's own gateway", VM_POOL, &f, PASS, NONE);
+	f = ip4(IPPROTO_TCP, "10.200.0.5", 53, &o);
+	expect("pool: DNS/tcp to the VM's own gateway", VM_POOL, &f, PASS, NONE);
+	f = ip4(IPPROTO_TCP, "10.200.0.5", 22, &o);
+	expect("pool: own gateway, other port, under 10/8", VM_POOL, &f, SHOT,
+	       EGRESS_DROP_DENY_RANGE);
+	f = ip4(IPPROTO_UDP, "10.200.0.5", 123, &o);
+	expect("pool: own gateway, udp/123, under 10/8", VM_POOL, &f, SHOT,
+	       EGRESS_DROP_DENY_RANGE);
+	f = ip4(IPPROTO_ICMP, "10.200.0.5", 0, &o);
+	expect("pool: own gateway, ICMP, under 10/8", VM_POOL, &f, SHOT,
+	       EGRESS_DROP_DENY_RANGE);
+	f = ip4(IPPROTO_TCP, "10.200.0.9", 80, &o);
+	expect("pool: another VM's gateway under 10/8", VM_POOL, &f, SHOT,
+	       EGRESS_DROP_DENY_RANGE);
+	f = ip4(IPPROTO_UDP, "10.200.0.9", 53, &o);
+	expect("pool: DNS to another VM's gateway", VM_POOL, &f, SHOT, EGRESS_DROP_DNS);
+	f = ip4(IPPROTO_TCP, "10.200.0.10", 443, &o);
+	expect("pool: another VM's guest under 10/8", VM_POOL, &f, SHOT,
+	       EGRESS_DROP_DENY_RANGE);
+	f = ip4(IPPROTO_TCP, "10.200.255.253", 8080, &o);
+	expect("pool: the last slot's gateway under 10/8", VM_POOL, &f, SHOT,
+	       EGRESS_DROP_DENY_RANGE);
+	allow(VM_POOL, AF_INET, "10.200.0.9", 32, EGRESS_P_TCP, NULL, 0);
+	f = ip4(IPPROTO_TCP, "10.200.0.9", 80, &o);
+	expect("pool: not even a /32 allow opens it", VM_POOL, &f, SHOT,
+	       EGRESS_DROP_DENY_RANGE);
+	f = ip4(IPPROTO_TCP, "10.201.0.1", 80, &o);
+	expect("pool: 10/8 outside the pool still passes", VM_POOL, &f, PASS, NONE);
+	f = ip4(IPPROTO_TCP, "10.199.255.254", 80, &o);
+	expect("pool: ... below it too", VM_POOL, &f, PASS, NONE);
+
+	f = ip4(IPPROTO_TCP, "10.200.0.9", 80, &x);
+	expect("pool: another VM's gateway under 0.0.0.0/0", VM_OPEN, &f, SHOT,
+	       EGRESS_DROP_DENY_RANGE);
+	f = ip4(IPPROTO_TCP, "10.200.0.1", 80, &x);
+	expect("pool: slot 0's gateway under 10/8 (VM outside the pool)", VM_TEN, &f,
+	       SHOT, EGRESS_DROP_DENY_RANGE);
+	f = ip4(IPPROTO_UDP, "10.200.0.1", 53, &x);
+	expect("pool: DNS to a gateway not one's own", VM_TEN, &f, SHOT, EGRESS_DROP_DNS);
+	f = ip4(IPPROTO_TCP, "10.0.0.77", 80, &x);
+	expect("pool: the rest of 10/8 passes under 10/8", VM_TEN, &f, PASS, NONE);
+}
+
+/*
+ * Cloud platform endpoints: denied under 0.0.0.0/0 and ::/0, and under
+ * allows of the wider ranges around them (169.254/16, CGNAT, fd00::/8,
+ * 192.0.0/24); an allow of exactly the address opens one, for that VM.
+ */
+static void cloud_cases(void)
+{
+	static const struct { const char *addr; const char *what; } v4[] = {
+		{ "169.254.169.254", "instance metadata (AWS, GCP, Azure, OCI, ...)" },
+		{ "169.254.170.2", "AWS ECS task metadata" },
+		{ "169.254.170.23", "AWS EKS Pod Identity" },
+		{ "168.63.129.16", "Azure WireServer" },
+		{ "100.100.100.200", "Alibaba Cloud metadata" },
+		{ "192.0.0.192", "Oracle Cloud Classic metadata" },
+	}, v6[] = {
+		{ "fd00:ec2::254", "AWS IMDS over IPv6" },
+		{ "fd00:ec2::23", "AWS EKS Pod Identity over IPv6" },
+		{ "fd20:ce::254", "GCP metadata over IPv6" },
+		{ "fd00:c1::a9fe:a9fe", "Oracle Cloud metadata over IPv6" },
+	};
+	struct opt o = { 0 };
+	struct frame f;
+	char name[128];
+	unsigned i;
+
+	for (i = 0; i < sizeof(v4) / sizeof(v4[0]); i++) {
+		f = ip4(IPPROTO_TCP, v4[i].addr, 80, &o);
+		snprintf(name, sizeof(name), "cloud: %s %s under 0.0.0.0/0", v4[i].addr,
+			 v4[i].what);
+		expect(name, VM_OPEN, &f, SHOT, EGRESS_DROP_DENY_RANGE);
+		snprintf(name, sizeof(name), "cloud: %s under the range around it", v4[i].addr);
+		expect(name, VM_TEN, &f, SHOT, EGRESS_DROP_DENY_RANGE);
+	}
+	for (i = 0; i < sizeof(v6) / sizeof(v6[0]); i++) {
+		f = ip6(IPPROTO_TCP, v6[i].addr, 80, &o, 0, NULL);
+		snprintf(name, sizeof(name), "cloud: %s %s under ::/0", v6[i].addr, v6[i].what);
+		expect(name, VM_OPEN, &f, SHOT, EGRESS_DROP_DENY_RANGE);
+		snprintf(name, sizeof(name), "cloud: %s under fd00::/8", v6[i].addr);
+		expect(name, VM_TEN, &f, SHOT, EGRESS_DROP_DENY_RANGE);
+	}
+	f = ip4(IPPROTO_TCP, "169.254.1.1", 80, &o);
+	expect("cloud: the rest of 169.254/16 opens with it", VM_TEN, &f, PASS, NONE);
+	f = ip4(IPPROTO_TCP, "100.100.100.201", 80, &o);
+	expect("cloud: the rest of 100.64/10 opens with it", VM_TEN, &f, PASS, NONE);
+	f = ip6(IPPROTO_TCP, "fd00:ec2::253", 53, &o, 0, NULL);
+	expect("cloud: DNS never goes to AWS's resolver either", VM_TEN, &f, SHOT,
+	       EGRESS_DROP_DNS);
+	f = ip6(IPPROTO_TCP, "fd00:ec2::1", 80, &o, 0, NULL);
+	expect("cloud: the rest of fd00::/8 opens with it", VM_TEN, &f, PASS, NONE);
+	allow(VM_TEN, AF_INET, "168.63.129.16", 32, EGRESS_P_TCP, NULL, 0);
+	allow(VM_TEN, AF_INET6, "fd00:ec2::254", 128, EGRESS_P_TCP, NULL, 0);
+	f = ip4(IPPROTO_TCP, "168.63.129.16", 32526, &o);
+	expect("cloud: an exact /32 allow opens one", VM_TEN, &f, PASS, NONE);
+	expect("cloud: ... for that VM only", VM_OPEN, &f, SHOT, EGRESS_DROP_DENY_RANGE);
+	f = ip6(IPPROTO_TCP, "fd00:ec2::254", 80, &o, 0, NULL);
+	expect("cloud: an exact /128 allow opens one", VM_TEN, &f, PASS, NONE);
+	learn(VM_DYN, AF_INET, "168.63.129.16", 30, EGRESS_P_ANY, NULL, 0);
+	f = ip4(IPPROTO_TCP, "168.63.129.16", 80, &o);
+	expect("cloud: a learned address never opens one", VM_DYN, &f, SHOT,
+	       EGRESS_DROP_DENY_RANGE);
+}
+
+/*
+ * The host-wide deny file, applied as run_net.c does: its ranges beat any
+ * allow rule, even an exact one, and learned addresses, for every VM.
+ */
+static void deny_file_cases(void)
+{
+	char dir[] = "/tmp/husk-bpf-deny-XXXXXX", path[64];
+	struct opt o = { 0 };
+	struct frame f;
+	FILE *file;
+	int n;
+
+	if (!mkdtemp(dir)) {
+		result(0, "deny file: mkdtemp", strerror(errno));
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/egress-deny", dir);
+	file = fopen(path, "w");
+	if (!file) {
+		result(0, "deny file: create", strerror(errno));
+		rmdir(dir);
+		return;
+	}
+	fputs("# site policy\n203.0.113.240/28\n192.0.2.0/24 oops\n", file);
+	fclose(file);
+	n = deny_file_apply(path);
+	result(n == -EINVAL && strstr(husk_lasterr(), ":3: "),
+	       "deny file: a malformed line is an error naming file:line", husk_lasterr());
+	f = ip4(IPPROTO_TCP, "203.0.113.241", 443, &o);
+	expect("deny file: nothing applied from a malformed file", VM_MAIN, &f, PASS, NONE);
+
+	file = fopen(path, "w");
+	fputs("# site policy\n\n203.0.113.240/28   # lab\n[2001:db8:1:dead::]/64\n", file);
+	fclose(file);
+	n = deny_file_apply(path);
+	result(n == 2, "deny file: two ranges applied", n < 0 ? husk_lasterr() : "count");
+	expect("deny file: a range inside an allowed /24 is denied", VM_MAIN, &f, SHOT,
+	       EGRESS_DROP_DENY_RANGE);
+	f = ip4(IPPROTO_TCP, "203.0.113.9", 443, &o);
+	expect("deny file: the rest of the /24 still passes", VM_MAIN, &f, PASS, NONE);
+	allow(VM_MAIN, AF_INET, "203.0.113.241", 32, EGRESS_P_TCP, NULL, 0);
+	f = ip4(IPPROTO_TCP, "203.0.113.241", 443, &o);
+	expect("deny file: not even an exact /32 allow opens it", VM_MAIN, &f, SHOT,
+	       EGRESS_DROP_DENY_RANGE);
+	f = ip4(IPPROTO_UDP, "203.0.113.250", 9999, &o);
+	expect("deny file: denied under 0.0.0.0/0", VM_OPEN, &f, SHOT, EGRESS_DROP_DENY_RANGE);
+	learn(VM_DYN, AF_INET, "203.0.113.245", 30, EGRESS_P_ANY, NULL, 0);
+	f = ip4(IPPROTO_TCP, "203.0.113.245", 443, &o);
+	expect("deny file: a learned address never opens it", VM_DYN, &f, SHOT,
+	       EGRESS_DROP_DENY_RANGE);
+	f = ip6(IPPROTO_TCP, "2001:db8:1:dead::1", 443, &o, 0, NULL);
+	expect("deny file: IPv6 range inside an allowed /48", VM_MAIN, &f, SHOT,
+	       EGRESS_DROP_DENY_RANGE);
+	f = ip6(IPPROTO_TCP, "2001:db8:1::80", 443, &o, 0, NULL);
+	expect("deny file: the rest of the /48 still passes", VM_MAIN, &f, PASS, NONE);
+	unlink(path);
+	n = deny_file_apply(path);
+	result(n == 0, "deny file: a missing file is no ranges", husk_lasterr());
+	rmdir(dir);
+}
+
+/*
  * The host's own addresses, in this program's private network namespace:
  * a tap (broadcast-capable) with 192.0.2.10/24 and the VMs' gateway
  * 10.0.0.1, 198.51.100.77 and 2001:db8:77::1 on lo.
@@ -639,6 +847,110 @@ static void host_addr_cases(bool own_netns)
 	expect("explicit /32 allow opens a host address", VM_MAIN, &f, PASS, NONE);
 	expect("... for that VM only", VM_OPEN, &f, SHOT, EGRESS_DROP_DENY_RANGE);
 	close(fd);
+}
+
+/* Poll the watch fd as husk's supervisor does until want addresses were denied. */
+static int watch_until(int fd, int want, int *first)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	int n = 0, r, tries;
+
+	for (tries = 0; tries < 40 && n < want; tries++) {
+		if (poll(&pfd, 1, 50) <= 0)
+			continue;
+		r = egress_watch_poll();
+		if (r < 0)
+			return r;
+		if (first && *first < 0)
+			*first = r;
+		n += r;
+	}
+	return n;
+}
+
+/*
+ * Addresses the host gains after the VMs started (another VM's gateway, a
+ * VPN): denied once the watch fd announced them, IPv4 and IPv6, with their
+ * subnets' network and broadcast addresses; still denied once gone; read
+ * a bounded number of announcements per poll.
+ */
+static void watch_cases(bool own_netns)
+{
+	struct opt o = { 0 };
+	struct frame f;
+	uint8_t a[16];
+	char tap[IFNAMSIZ], name[64];
+	int fd, tfd, ifi, n, first = -1, i, err;
+
+	if (!own_netns) {
+		printf("skip - watched host addresses: no private network namespace\n");
+		return;
+	}
+	fd = egress_watch_host_addrs();
+	result(fd >= 0, "watch: egress_watch_host_addrs gives an fd", husk_lasterr());
+	if (fd < 0)
+		return;
+	result(egress_watch_host_addrs() == fd, "watch: the same fd on a second call",
+	       "another fd");
+	result(poll(&(struct pollfd){ .fd = fd, .events = POLLIN }, 1, 100) == 0,
+	       "watch: nothing announced before a change", "announced");
+	f = ip4(IPPROTO_TCP, "198.51.100.88", 443, &o);
+	expect("watch: before: the future host address passes", VM_OPEN, &f, PASS, NONE);
+
+	tfd = tap_open("watch%d", tap);
+	ifi = tfd >= 0 ? netlink_ifindex(tap) : tfd;
+	err = ifi < 0 ? ifi : 0;
+	inet_pton(AF_INET, "198.51.100.88", a);
+	err = err ?: netlink_addr_add(1, AF_INET, a, 32, NULL);
+	inet_pton(AF_INET6, "2001:db8:88::1", a);
+	err = err ?: netlink_addr_add(1, AF_INET6, a, 128, NULL);
+	inet_pton(AF_INET, "198.18.5.10", a);
+	err = err ?: netlink_addr_add(ifi, AF_INET, a, 24, NULL);
+	if (err) {
+		result(0, "watch: adding addresses", husk_lasterr());
+		return;
+	}
+	n = watch_until(fd, 5, NULL);
+	result(n >= 5, "watch: the new addresses announced and denied",
+	       n < 0 ? husk_lasterr() : "too few");
+	f = ip4(IPPROTO_TCP, "198.51.100.88", 443, &o);
+	expect("watch: a host address added later is denied", VM_OPEN, &f, SHOT,
+	       EGRESS_DROP_DENY_RANGE);
+	f = ip6(IPPROTO_TCP, "2001:db8:88::1", 443, &o, 0, NULL);
+	expect("watch: a host IPv6 address added later is denied", VM_OPEN, &f, SHOT,
+	       EGRESS_DROP_DENY_RANGE);
+	f = ip4(IPPROTO_TCP, "198.18.5.10", 443, &o);
+	expect("watch: a NIC address added later is denied", VM_OPEN, &f, SHOT,
+	       EGRESS_DROP_DENY_RANGE);
+	f = ip4(IPPROTO_UDP, "198.18.5.255", 137, &o);
+	expect("watch: ... with its subnet's broadcast address", VM_OPEN, &f, SHOT,
+	       EGRESS_DROP_DENY_RANGE);
+	f = ip4(IPPROTO_TCP, "198.18.5.11", 443, &o);
+	expect("watch: its neighbour still passes", VM_OPEN, &f, PASS, NONE);
+
+	/* The tap goes, its address with it: still denied (egress.h says why). */
+	close(tfd);
+	for (i = 0; i < 20 && poll(&(struct pollfd){ .fd = fd, .events = POLLIN }, 1, 200) > 0 &&
+		    egress_watch_poll() >= 0; i++)
+		;
+	f = ip4(IPPROTO_TCP, "198.18.5.10", 443, &o);
+	expect("watch: an address the host lost stays denied", VM_OPEN, &f, SHOT,
+	       EGRESS_DROP_DENY_RANGE);
+
+	/* 40 addresses at once: no more than the budget per poll, all in the end. */
+	for (i = 0; i < 40; i++) {
+		snprintf(name, sizeof(name), "198.51.100.%d", 150 + i);
+		inet_pton(AF_INET, name, a);
+		if (netlink_addr_add(1, AF_INET, a, 32, NULL))
+			break;
+	}
+	n = watch_until(fd, 40, &first);
+	result(n == 40 && first > 0 && first < 40,
+	       "watch: a burst is read a bounded number at a time", "counts");
+	printf("     burst: %d denied, %d on the first poll\n", n, first);
+	f = ip4(IPPROTO_TCP, "198.51.100.189", 443, &o);
+	expect("watch: the burst's last address is denied", VM_OPEN, &f, SHOT,
+	       EGRESS_DROP_DENY_RANGE);
 }
 
 static int learn(int vm, int fam, const char *addr, unsigned int ttl,
@@ -994,6 +1306,8 @@ int main(int argc, char **argv)
 	struct egress_port_range web[] = { { 80, 80 }, { 443, 443 } };
 	struct egress_port_range pg[] = { { 5432, 5432 } };
 	uint8_t host[4], host6[16];
+	struct netpool_lease slot1;
+	struct netpool pool;
 	int err;
 
 	bool own_netns, bench_only = argc > 1 && !strcmp(argv[1], "--bench-only");
@@ -1018,7 +1332,8 @@ int main(int argc, char **argv)
 	      setup_vm(VM_BULK, 0, 10000) ?: setup_vm(VM_OPEN, 0, 0) ?:
 	      setup_vm(VM_DYN, 0, 0) ?: setup_vm(VM_OTHER, 0, 0) ?:
 	      setup_vm(VM_EXP, 0, 0) ?: setup_vm(VM_DENYLOG, 0, 0) ?:
-	      setup_vm_v6(VM_NOV6, 0, 0, false);
+	      setup_vm_v6(VM_NOV6, 0, 0, false) ?: setup_vm(VM_TEN, 0, 0) ?:
+	      setup_vm_slot(VM_POOL, 1, &slot1);
 	err = err ?: allow(VM_MAIN, AF_INET, "93.184.216.0", 24, EGRESS_P_TCP, web, 2);
 	err = err ?: allow(VM_MAIN, AF_INET, "8.8.8.8", 32, EGRESS_P_ANY, NULL, 0);
 	err = err ?: allow(VM_MAIN, AF_INET, "203.0.113.0", 24, EGRESS_P_ANY, NULL, 0);
@@ -1032,6 +1347,16 @@ int main(int argc, char **argv)
 	err = err ?: allow(VM_OPEN, AF_INET6, "::", 0, EGRESS_P_ANY, NULL, 0);
 	err = err ?: allow(VM_OPEN, AF_INET6, "fd00:1::5", 128, EGRESS_P_TCP, NULL, 0);
 	err = err ?: allow(VM_NOV6, AF_INET6, "::", 0, EGRESS_P_ANY, NULL, 0);
+	err = err ?: allow(VM_POOL, AF_INET, "10.0.0.0", 8, EGRESS_P_ANY, NULL, 0);
+	err = err ?: allow(VM_POOL, AF_INET, "0.0.0.0", 0, EGRESS_P_ANY, NULL, 0);
+	err = err ?: allow(VM_TEN, AF_INET, "10.0.0.0", 8, EGRESS_P_ANY, NULL, 0);
+	err = err ?: allow(VM_TEN, AF_INET, "169.254.0.0", 16, EGRESS_P_ANY, NULL, 0);
+	err = err ?: allow(VM_TEN, AF_INET, "100.64.0.0", 10, EGRESS_P_ANY, NULL, 0);
+	err = err ?: allow(VM_TEN, AF_INET, "192.0.0.0", 24, EGRESS_P_ANY, NULL, 0);
+	err = err ?: allow(VM_TEN, AF_INET6, "fd00::", 8, EGRESS_P_ANY, NULL, 0);
+	/* husk's whole pool, as run_net.c blocks it. */
+	err = err ?: netpool_parse(NETPOOL_DEFAULT, &pool);
+	err = err ?: egress_block_cidr(AF_INET, &pool.base, pool.prefixlen);
 	err = err ?: allow(VM_MAIN, AF_INET6, "2001:db8:1:bad::7", 128, EGRESS_P_TCP,
 			   NULL, 0);
 	inet_pton(AF_INET6, "2001:db8:1:bad::", host6);
@@ -1050,7 +1375,11 @@ int main(int argc, char **argv)
 	}
 	basic_cases();
 	ipv6_cases();
+	pool_cases();
+	cloud_cases();
+	deny_file_cases();
 	host_addr_cases(own_netns);
+	watch_cases(own_netns);
 	dyn_cases();
 	expiry_cases();
 	denied_log_cases();

@@ -8,13 +8,14 @@
  * 10.200.0.1/30 towards the guest 10.200.0.2, the egress filter with rules,
  * the host's own addresses denied, the DNS proxy at the gateway opening
  * the filter for the names it lets through - and then acts as the guest:
- * it writes Ethernet frames (behind a zero virtio-net header) into the tap
- * fd, as a VMM does, and reads what comes back. A minimal TCP client fetches
+ * it writes bare Ethernet frames into the tap fd, as a VMM does, and reads
+ * what comes back. A minimal TCP client fetches
  * pages over it.
  *
  * Checked here: allowed TCP/UDP reach the fake internet and are answered;
- * denied destinations, spoofed sources, the host's own address, DNS past
- * the gateway are dropped and counted by reason; a name on the allowlist
+ * denied destinations, spoofed sources, the host's own address (also one
+ * it gains while the "VM" runs), DNS past the gateway are dropped and
+ * counted by reason; a name on the allowlist
  * opens its address only after it was resolved, others get NXDOMAIN; the
  * first-denied log and the host->guest counters; a flood of new flows fires
  * the anomaly event and cuts the VM off. What the sinks receive is checked
@@ -45,18 +46,18 @@
 #include "tap.h"
 #include "util.h"
 
-#define HDR		TAP_VNET_HDR_LEN
-#define L2		(HDR + 14)
+#define L2		14
 #define SERVER		"203.0.113.10"	/* opened by an --allow rule */
 #define NAMED		"203.0.113.20"	/* www.allowed.test */
 #define DENIED		"198.51.100.20"	/* no rule at all */
 #define RESOLVER	"203.0.113.53"
 #define PEER		"192.0.2.2"	/* the fake internet's veth end */
 #define HOSTADDR	"192.0.2.1"	/* this namespace's own veth end */
+#define LATEADDR	"192.0.2.77"	/* given to the host once the "VM" runs */
 #define CONN_RATE	30
 #define FLOOD		100
 
-static int tap_fd, ifindex, passed, failed, nevents;
+static int tap_fd, ifindex, watch_fd, passed, failed, nevents;
 static struct netpool_lease lease;
 static uint8_t host_mac[6];
 static struct egress_event last_event;
@@ -130,9 +131,9 @@ static int send_ip(struct in_addr src, struct in_addr dst, uint8_t proto,
 	if (len > sizeof(f))
 		return -1;
 	memset(f, 0, L2 + 20);
-	memcpy(f + HDR, host_mac, 6);
-	memcpy(f + HDR + 6, lease.mac, 6);
-	put16(f + HDR + 12, 0x0800);
+	memcpy(f, host_mac, 6);
+	memcpy(f + 6, lease.mac, 6);
+	put16(f + 12, 0x0800);
 	iph[0] = 0x45;
 	put16(iph + 2, 20 + l4len);
 	iph[6] = 0x40;		/* DF */
@@ -195,13 +196,13 @@ static void answer_arp(const uint8_t *f, size_t n)
 	const uint8_t *a = f + L2;
 	uint8_t r[L2 + 28], *o = r + L2;
 
-	if (n < L2 + 28 || get16(f + HDR + 12) != 0x0806 || get16(a + 6) != 1 ||
+	if (n < L2 + 28 || get16(f + 12) != 0x0806 || get16(a + 6) != 1 ||
 	    memcmp(a + 24, &lease.guest, 4))
 		return;
 	memset(r, 0, sizeof(r));
-	memcpy(r + HDR, a + 8, 6);
-	memcpy(r + HDR + 6, lease.mac, 6);
-	put16(r + HDR + 12, 0x0806);
+	memcpy(r, a + 8, 6);
+	memcpy(r + 6, lease.mac, 6);
+	put16(r + 12, 0x0806);
 	memcpy(o, a, 6);		/* htype, ptype, hlen, plen */
 	put16(o + 6, 2);
 	memcpy(o + 8, lease.mac, 6);
@@ -212,9 +213,9 @@ static void answer_arp(const uint8_t *f, size_t n)
 }
 
 /*
- * Read frames for up to ms until match() accepts one (it sees the IPv4
- * packet, or for ARP the frame after the vnet header); returns its length
- * from the IP header on, or -1.
+ * Read frames for up to ms until match() accepts an IPv4 packet (returns
+ * its length from the IP header on) or, without match(), until an ARP frame
+ * comes (returns the whole frame's length); -1 when none did.
  */
 typedef bool (*match_fn)(const uint8_t *p, size_t n, const void *arg);
 
@@ -231,11 +232,11 @@ static ssize_t receive(uint8_t *buf, size_t cap, int ms, match_fn match, const v
 			if ((size_t)n < L2)
 				continue;
 			answer_arp(buf, n);
-			if (match && get16(buf + HDR + 12) == 0x0800 &&
+			if (match && get16(buf + 12) == 0x0800 &&
 			    (size_t)n >= L2 + 20 && match(buf + L2, n - L2, arg))
 				return n - L2;
-			if (get16(buf + HDR + 12) == 0x0806 && match == NULL)
-				return n - HDR;
+			if (get16(buf + 12) == 0x0806 && match == NULL)
+				return n;
 		}
 	}
 	return -1;
@@ -256,9 +257,9 @@ static void arp_gateway(void)
 	ssize_t n;
 
 	memset(f, 0, sizeof(f));
-	memcpy(f + HDR, bcast, 6);
-	memcpy(f + HDR + 6, lease.mac, 6);
-	put16(f + HDR + 12, 0x0806);
+	memcpy(f, bcast, 6);
+	memcpy(f + 6, lease.mac, 6);
+	put16(f + 12, 0x0806);
 	put16(a, 1);
 	put16(a + 2, 0x0800);
 	a[4] = 6;
@@ -271,8 +272,8 @@ static void arp_gateway(void)
 		printf("note: ARP request not written: %s\n", strerror(errno));
 	while (now_s() < end) {
 		n = receive(r, sizeof(r), 200, NULL, NULL);
-		if (n > 0 && is_arp_reply(r + HDR, n)) {
-			memcpy(host_mac, r + HDR + 14 + 8, 6);
+		if (n > 0 && is_arp_reply(r, n)) {
+			memcpy(host_mac, r + 14 + 8, 6);
 			check(true, "ARP: the gateway answers through the filter");
 			return;
 		}
@@ -468,7 +469,7 @@ static int setup(struct evloop *el, struct dns_proxy **proxy)
 	struct netpool pool;
 	char name[IFNAMSIZ];
 	struct in_addr a;
-	int err, n;
+	int err;
 
 	if (netpool_parse(NETPOOL_DEFAULT, &pool) || netpool_lease(&pool, 0, &lease))
 		return -1;
@@ -502,10 +503,14 @@ static int setup(struct evloop *el, struct dns_proxy **proxy)
 	err = err ?: egress_allow_cidr(ifindex, AF_INET, &a, 24, EGRESS_P_UDP, sink, 1);
 	if (err)
 		return err;
-	n = egress_deny_host_addrs();
-	if (n < 0)
-		return n;
-	printf("note: %d host addresses denied\n", n);
+	/* As run_net.c: the whole pool, and the host's addresses as they come. */
+	err = netpool_parse(NETPOOL_DEFAULT, &pool) ?:
+	      egress_block_cidr(AF_INET, &pool.base, pool.prefixlen);
+	if (err)
+		return err;
+	watch_fd = egress_watch_host_addrs();
+	if (watch_fd < 0)
+		return watch_fd;
 
 	bind_sa.sin_addr = lease.host;
 	up.sin_addr = ip(RESOLVER);
@@ -546,6 +551,43 @@ static bool denied_logged(const struct egress_denied_dst *d, int n, const char *
 		    d[i].port == port && d[i].reason == reason)
 			return true;
 	return false;
+}
+
+/*
+ * The host gains an address while the VM runs (as when another VM starts,
+ * or a VPN comes up): husk's supervisor polls the watch fd and the address
+ * is denied from then on, though it is inside an allowed /24.
+ */
+static void late_address(void)
+{
+	struct pollfd pfd = { .fd = watch_fd, .events = POLLIN };
+	struct in_addr a = ip(LATEADDR);
+	int n = 0, r, tries;
+
+	mark();
+	send_udp(lease.guest, LATEADDR, 42001, 9999, "late-before", 11);
+	check(!dropped_as(EGRESS_DROP_DENY_RANGE) && !dropped_as(EGRESS_DROP_NOT_ALLOWED),
+	      "%s passes while it is not the host's (allowed /24)", LATEADDR);
+	if (netlink_addr_add(1, AF_INET, &a, 32, NULL)) {
+		check(false, "adding %s to lo: %s", LATEADDR, husk_lasterr());
+		return;
+	}
+	/* What the supervisor's loop does with the fd. */
+	for (tries = 0; tries < 20 && n < 1; tries++) {
+		if (poll(&pfd, 1, 100) <= 0)
+			continue;
+		r = egress_watch_poll();
+		if (r < 0) {
+			check(false, "egress_watch_poll: %s", husk_lasterr());
+			return;
+		}
+		n += r;
+	}
+	check(n >= 1, "the watch fd announced the new address (%d denied)", n);
+	mark();
+	send_udp(lease.guest, LATEADDR, 42001, 9999, "late-udp", 8);
+	check(dropped_as(EGRESS_DROP_DENY_RANGE),
+	      "%s, added to the host after the VM started, dropped: deny-range", LATEADDR);
 }
 
 static void traffic(void)
@@ -630,6 +672,8 @@ static void traffic(void)
 		printf("     denied %s proto %u port %u (%s)\n", s, d[i].proto, d[i].port,
 		       egress_reason_name(d[i].reason));
 	}
+
+	late_address();
 
 	/* A flood of new flows: one anomaly event, then the VM is cut off. */
 	for (i = 0; i < FLOOD; i++) {

@@ -2,10 +2,11 @@
  * tap-run: drives vmm/tap.c and vmm/netlink.c against the real host kernel,
  * the way husk's network device will: open a tap, give the host end
  * 10.200.0.1/30 and bring it up over rtnetlink, then act as the guest
- * (10.200.0.2) by writing frames, each behind a zero 12-byte
- * virtio_net_hdr_v1, into the tap fd and reading the kernel's answers: ARP,
- * ICMP echo, and a UDP burst in each direction for a throughput figure.
- * Also checks name collisions, error messages (EEXIST, ENODEV, EPERM) and
+ * (10.200.0.2) by writing bare Ethernet frames into the tap fd and reading
+ * the kernel's answers: ARP, ICMP echo, and a UDP burst in each direction
+ * for a throughput figure. Also checks that the tap carries no virtio-net
+ * header (no IFF_VNET_HDR, no offloads) and that one that does is refused,
+ * name collisions, error messages (EEXIST, ENODEV, EPERM) and
  * that nothing is left when the fd is closed; the sweep of stale taps
  * (netlink_del_stale_taps: only unlocked husk<slot> taps go); and that the
  * egress filter's maps and programs die with a husk that is killed, or,
@@ -41,7 +42,6 @@
 #include "tap.h"
 #include "util.h"
 
-#define HDR TAP_VNET_HDR_LEN
 #define UDP_PORT 5555
 #define BURST 20000
 #define PAYLOAD 1400
@@ -86,14 +86,13 @@ static uint16_t csum(const void *p, size_t len)
 static void put16(uint8_t *p, uint16_t v) { p[0] = v >> 8; p[1] = v; }
 static uint16_t get16(const uint8_t *p) { return p[0] << 8 | p[1]; }
 
-/* Ethernet header after the zero vnet header; returns the payload. */
+/* The frame's Ethernet header; returns the payload. */
 static uint8_t *eth(uint8_t *f, const uint8_t *dst, uint16_t type)
 {
-	memset(f, 0, HDR);
-	memcpy(f + HDR, dst, 6);
-	memcpy(f + HDR + 6, lease.mac, 6);
-	put16(f + HDR + 12, type);
-	return f + HDR + 14;
+	memcpy(f, dst, 6);
+	memcpy(f + 6, lease.mac, 6);
+	put16(f + 12, type);
+	return f + 14;
 }
 
 /* IPv4 header (20 bytes) from guest to dst; returns the L4 payload. */
@@ -126,7 +125,7 @@ static ssize_t read_until(int fd, uint8_t *buf, size_t cap, int ms,
 		n = read(fd, buf, cap);
 		if (n < 0)
 			continue;
-		if ((size_t)n >= HDR + 14 && match(buf, n))
+		if ((size_t)n >= 14 && match(buf, n))
 			return n;
 	}
 	return -1;
@@ -134,25 +133,25 @@ static ssize_t read_until(int fd, uint8_t *buf, size_t cap, int ms,
 
 static int is_arp_reply(const uint8_t *f, size_t n)
 {
-	const uint8_t *a = f + HDR + 14;
+	const uint8_t *a = f + 14;
 
-	return n >= HDR + 14 + 28 && get16(f + HDR + 12) == 0x0806 && get16(a + 6) == 2 &&
+	return n >= 14 + 28 && get16(f + 12) == 0x0806 && get16(a + 6) == 2 &&
 	       !memcmp(a + 14, &lease.host, 4) && !memcmp(a + 24, &lease.guest, 4);
 }
 
 static int is_echo_reply(const uint8_t *f, size_t n)
 {
-	const uint8_t *ip = f + HDR + 14;
+	const uint8_t *ip = f + 14;
 
-	return n >= HDR + 14 + 28 && get16(f + HDR + 12) == 0x0800 && ip[9] == 1 &&
+	return n >= 14 + 28 && get16(f + 12) == 0x0800 && ip[9] == 1 &&
 	       ip[20] == 0 && get16(ip + 24) == 0x4242 && get16(ip + 26) == 1;
 }
 
 static int is_udp_to_guest(const uint8_t *f, size_t n)
 {
-	const uint8_t *ip = f + HDR + 14;
+	const uint8_t *ip = f + 14;
 
-	return n >= HDR + 14 + 28 && get16(f + HDR + 12) == 0x0800 && ip[9] == 17 &&
+	return n >= 14 + 28 && get16(f + 12) == 0x0800 && ip[9] == 17 &&
 	       !memcmp(ip + 16, &lease.guest, 4);
 }
 
@@ -172,13 +171,13 @@ static void test_arp(int fd)
 	memcpy(a + 14, &lease.guest, 4);
 	memset(a + 18, 0, 6);
 	memcpy(a + 24, &lease.host, 4);
-	CHECK(write(fd, f, HDR + 14 + 28) == HDR + 14 + 28, "ARP write: %s", strerror(errno));
+	CHECK(write(fd, f, 14 + 28) == 14 + 28, "ARP write: %s", strerror(errno));
 	n = read_until(fd, r, sizeof(r), 3000, is_arp_reply);
 	CHECK(n > 0, "no ARP reply from the host");
 	if (n <= 0)
 		return;
-	CHECK(!memcmp(r + HDR, lease.mac, 6), "ARP reply not addressed to the guest MAC");
-	memcpy(host_mac, r + HDR + 14 + 8, 6);
+	CHECK(!memcmp(r, lease.mac, 6), "ARP reply not addressed to the guest MAC");
+	memcpy(host_mac, r + 14 + 8, 6);
 	printf("ok: ARP reply, host MAC %02x:%02x:%02x:%02x:%02x:%02x\n", host_mac[0],
 	       host_mac[1], host_mac[2], host_mac[3], host_mac[4], host_mac[5]);
 }
@@ -198,15 +197,15 @@ static void test_ping(int fd)
 	for (i = 8; i < l4; i++)
 		icmp[i] = i;
 	memcpy(icmp + 2, &(uint16_t){ csum(icmp, l4) }, 2);
-	n = HDR + 14 + 20 + l4;
+	n = 14 + 20 + l4;
 	CHECK(write(fd, f, n) == n, "ICMP write: %s", strerror(errno));
 	n = read_until(fd, r, sizeof(r), 3000, is_echo_reply);
-	CHECK(n == (ssize_t)(HDR + 14 + 20 + l4), "no (or a wrong-sized) ICMP echo reply: %zd",
+	CHECK(n == (ssize_t)(14 + 20 + l4), "no (or a wrong-sized) ICMP echo reply: %zd",
 	      n);
 	if (n <= 0)
 		return;
-	CHECK(!memcmp(r + HDR + 14 + 20 + 8, icmp + 8, 56), "echo reply payload differs");
-	CHECK(csum(r + HDR + 14, 20) == 0, "bad IP checksum in the reply");
+	CHECK(!memcmp(r + 14 + 20 + 8, icmp + 8, 56), "echo reply payload differs");
+	CHECK(csum(r + 14, 20) == 0, "bad IP checksum in the reply");
 	printf("ok: ICMP echo reply from the host\n");
 }
 
@@ -217,7 +216,7 @@ static void test_tx_throughput(int fd)
 	uint8_t f[2048], buf[2048], *udp;
 	unsigned sent = 0, got = 0, i;
 	int s, rcv = 8 << 20;
-	size_t len = HDR + 14 + 20 + 8 + PAYLOAD;
+	size_t len = 14 + 20 + 8 + PAYLOAD;
 	double t0, t;
 
 	sa.sin_addr = lease.host;
@@ -350,6 +349,35 @@ static void test_eperm(int ifindex)
 	}
 	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && !WEXITSTATUS(st),
 	      "unprivileged checks failed");
+}
+
+/*
+ * husk's tap carries bare frames: no IFF_VNET_HDR, so no guest-written
+ * virtio_net_hdr reaches the tun driver's GSO/checksum parsing; and a tap fd
+ * opened with one by someone else is refused rather than misread.
+ */
+static void test_bare_frames(int fd)
+{
+	struct ifreq ifr;
+	int vfd;
+
+	memset(&ifr, 0, sizeof(ifr));
+	CHECK(ioctl(fd, TUNGETIFF, &ifr) == 0, "TUNGETIFF: %s", strerror(errno));
+	CHECK(!(ifr.ifr_flags & IFF_VNET_HDR), "tap opened with IFF_VNET_HDR (flags 0x%x)",
+	      ifr.ifr_flags);
+	CHECK((ifr.ifr_flags & (IFF_TAP | IFF_NO_PI)) == (IFF_TAP | IFF_NO_PI),
+	      "tap flags 0x%x", ifr.ifr_flags);
+	CHECK(tap_check_bare(fd) == 0, "tap_check_bare on our tap: %s", husk_lasterr());
+	vfd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, IFNAMSIZ, "husk-vnet");
+	ifr.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR;
+	CHECK(vfd >= 0 && ioctl(vfd, TUNSETIFF, &ifr) == 0, "vnet tap: %s", strerror(errno));
+	CHECK(tap_check_bare(vfd) == -EINVAL && strstr(husk_lasterr(), "IFF_VNET_HDR"),
+	      "a tap with IFF_VNET_HDR was not refused: %s", husk_lasterr());
+	printf("ok: bare frames; a vnet-header tap is refused: %s\n", husk_lasterr());
+	if (vfd >= 0)
+		close(vfd);
 }
 
 /* A persistent tap (outlives its fd), as a crashed or foreign owner leaves. */
@@ -622,6 +650,7 @@ int main(void)
 	CHECK(netlink_addr_add(ifindex, AF_INET, &lease.host, lease.prefixlen, NULL) == 0,
 	      "addr add: %s", husk_lasterr());
 	CHECK(netlink_link_up(ifindex) == 0, "link up: %s", husk_lasterr());
+	test_bare_frames(fd);
 	if (failures)
 		return 1;
 	test_arp(fd);

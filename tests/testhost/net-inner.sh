@@ -154,6 +154,85 @@ has "stderr names the destination count" $W/err "killed: egress anomaly (distinc
 if grep -q survived $W/out; then bad "the scan finished"; else ok "the scan did not finish"; fi
 no_leftovers "after the scan run"
 
+# Later gateways and later host addresses. VM A runs with rules wider than
+# any job should get (--allow 0.0.0.0/0 and 10.0.0.0/8); only then VM B
+# starts, whose gateway 10.200.0.5 is a new address of this host (local
+# delivery, not forwarding), and the host gains $LATE. A must reach
+# neither, though an httpd answers on every host address.
+LATE=198.51.100.99
+rm -f $W/www/go $W/a-ready $W/hold
+mkfifo $W/hold
+exec 9<>$W/hold		# keeps the readiness listener's stdin open
+busybox nc -l -p 8085 <$W/hold >$W/a-ready &
+rdy=$!
+httpd -f -p 8087 -h $W/www &
+web=$!
+A_JOB=$(cat <<EOF
+echo up | busybox nc -w 3 $SRV 8085
+i=0
+while [ \$i -lt 150 ]; do
+	printf 'GET /go HTTP/1.0\r\n\r\n' | busybox nc -w 2 $SRV 8080 | grep -q go-now && break
+	sleep 1; i=\$((i+1))
+done
+echo "waited \$i"
+for a in 10.200.0.5 $LATE; do
+	printf 'GET /f HTTP/1.0\r\n\r\n' | busybox nc -w 3 \$a 8087 | grep -q 'hello from the net' && echo "reached \$a"
+done
+true
+EOF
+)
+"$HUSK" run --console $W/console-a --timeout 300 --net egress --json --allow 0.0.0.0/0 \
+	--allow 10.0.0.0/8 --allow $SRV/32:tcp:8080,8085 -- sh -c "$A_JOB" \
+	>$W/a.out 2>$W/a.err </dev/null &
+apid=$!
+n=0
+while ! grep -q up $W/a-ready 2>/dev/null && [ $n -lt 300 ]; do sleep 0.5; n=$((n + 1)); done
+if grep -q up $W/a-ready; then ok "VM A's job is running"; else bad "VM A's job never said it runs"; show $W/a.err; fi
+"$HUSK" run --console $W/console-b --mem 256 --net egress -- sleep 600 >$W/b.out 2>$W/b.err </dev/null &
+bpid=$!
+n=0
+while ! ip -o addr show | grep -q 'inet 10.200.0.5 ' && [ $n -lt 300 ]; do sleep 0.5; n=$((n + 1)); done
+if ip -o addr show | grep -q 'inet 10.200.0.5 '; then ok "VM B's gateway 10.200.0.5 is up after A started"
+else bad "VM B's gateway never came up"; show $W/b.err; fi
+ip addr add $LATE/32 dev lo
+# Both answer here, from the host itself.
+for a in 10.200.0.5 $LATE; do
+	if printf 'GET /f HTTP/1.0\r\n\r\n' | busybox nc -w 3 $a 8087 | grep -q 'hello from the net'; then
+		ok "the host's httpd answers on $a"
+	else bad "no httpd on $a"; fi
+done
+sleep 1
+echo go-now >$W/www/go
+wait $apid
+st=$?
+if [ $st = 0 ]; then ok "VM A finished (exit 0)"; else bad "VM A: exit $st"; show $W/a.out $W/a.err; fi
+has "A waited for the go" $W/a.out "waited [0-9]"
+echo "record of VM A: $(tail -n 1 $W/a.out)"
+if grep -q "^reached" $W/a.out; then bad "A reached a later address: $(grep '^reached' $W/a.out)"
+else ok "A reached neither B's gateway nor $LATE under --allow 0.0.0.0/0 and 10.0.0.0/8"; fi
+has "B's gateway denied as deny-range" $W/a.out '"address":"10.200.0.5","protocol":"tcp","port":8087,"reason":"deny-range"'
+has "$LATE denied as deny-range" $W/a.out "\"address\":\"$LATE\",\"protocol\":\"tcp\",\"port\":8087,\"reason\":\"deny-range\""
+kill $bpid 2>/dev/null
+wait $bpid
+kill $rdy $web 2>/dev/null
+exec 9>&-
+ip addr del $LATE/32 dev lo
+no_leftovers "after the two VMs"
+
+# The host-wide deny file: its ranges beat even an exact --allow; a
+# malformed one stops the run before a VM starts.
+printf '# site policy\n%s/32   # the test server\n' $SRV >$W/deny-ok
+export HUSK_EGRESS_DENY_FILE=$W/deny-ok
+run "a deny-file range beats an exact --allow" 1 --net egress --json --allow $SRV/32:tcp:8080 \
+	-- sh -c "$GET"
+has "the deny file's range is deny-range" $W/out '"denied_destinations":\[{"address":"198.51.100.1","protocol":"tcp","port":8080,"reason":"deny-range"}'
+printf '10.0.0.0/8\nnot-a-range\n' >$W/deny-bad
+export HUSK_EGRESS_DENY_FILE=$W/deny-bad
+run "a malformed deny file stops the run" 125 --net egress -- true
+has "the error names file and line" $W/err "deny-bad:2:"
+unset HUSK_EGRESS_DENY_FILE
+no_leftovers "after the deny-file runs"
+
 run "--conn-rate without --net egress is a usage error" 2 --conn-rate 10 -- true
 run "--egress-limit without --net egress is a usage error" 2 --egress-limit 1000 -- true
 

@@ -19,7 +19,7 @@ static Suite *(*const suites[])(void) = {
 	cpuid_suite, mptable_suite, uart_suite, cli_suite,
 	cpu_suite, console_suite, json_suite,
 	virtqueue_suite, virtio_mmio_suite, vsock_suite, proto_suite, tar_suite,
-	netpool_suite, virtio_net_suite,
+	netpool_suite, virtio_net_suite, deny_file_suite,
 	dns_suite, dns_proxy_suite,
 	seccomp_suite,
 	cgroup_suite, jail_suite,

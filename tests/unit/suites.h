@@ -30,6 +30,7 @@ Suite *virtqueue_suite(void);
 Suite *virtio_mmio_suite(void);
 Suite *netpool_suite(void);
 Suite *virtio_net_suite(void);
+Suite *deny_file_suite(void);
 Suite *vsock_suite(void);
 Suite *proto_suite(void);
 Suite *tar_suite(void);

@@ -4,8 +4,7 @@
  *
  * Sets up a tap the way husk run --net egress does for slot 0 (husk0,
  * 10.200.0.1/30 towards the guest 10.200.0.2) and plays the guest as a VMM
- * would: Ethernet frames behind a zero virtio-net header written to and
- * read from the tap fd. The host side is an ordinary UDP socket on
+ * would: bare Ethernet frames written to and read from the tap fd. The host side is an ordinary UDP socket on
  * 10.200.0.1. Run in a scratch network namespace: it creates a tap and
  * needs root.
  *
@@ -42,8 +41,7 @@
 #include "tap.h"
 #include "util.h"
 
-#define HDR		TAP_VNET_HDR_LEN
-#define L2		(HDR + 14)
+#define L2		14
 #define SINK_PORT	5555
 #define ECHO_PORT	5556
 #define GUEST_PORT	4000
@@ -84,9 +82,9 @@ static size_t udp_frame(uint8_t *f, uint16_t dport, size_t payload)
 	uint8_t *ip = f + L2, *u = ip + 20;
 
 	memset(f, 0, L2 + 28);
-	memcpy(f + HDR, host_mac, 6);
-	memcpy(f + HDR + 6, lease.mac, 6);
-	put16(f + HDR + 12, 0x0800);
+	memcpy(f, host_mac, 6);
+	memcpy(f + 6, lease.mac, 6);
+	put16(f + 12, 0x0800);
 	ip[0] = 0x45;
 	put16(ip + 2, 28 + payload);
 	ip[6] = 0x40;
@@ -108,13 +106,13 @@ static void answer_arp(const uint8_t *f, ssize_t n)
 	const uint8_t *a = f + L2;
 	uint8_t r[L2 + 28], *o = r + L2;
 
-	if (n < L2 + 28 || get16(f + HDR + 12) != 0x0806 || get16(a + 6) != 1 ||
+	if (n < L2 + 28 || get16(f + 12) != 0x0806 || get16(a + 6) != 1 ||
 	    memcmp(a + 24, &lease.guest, 4))
 		return;
 	memset(r, 0, sizeof(r));
-	memcpy(r + HDR, a + 8, 6);
-	memcpy(r + HDR + 6, lease.mac, 6);
-	put16(r + HDR + 12, 0x0806);
+	memcpy(r, a + 8, 6);
+	memcpy(r + 6, lease.mac, 6);
+	put16(r + 12, 0x0806);
 	memcpy(o, a, 6);
 	put16(o + 6, 2);
 	memcpy(o + 8, lease.mac, 6);
@@ -132,9 +130,9 @@ static int learn_host_mac(void)
 	ssize_t n;
 
 	memset(f, 0, sizeof(f));
-	memset(f + HDR, 0xff, 6);
-	memcpy(f + HDR + 6, lease.mac, 6);
-	put16(f + HDR + 12, 0x0806);
+	memset(f, 0xff, 6);
+	memcpy(f + 6, lease.mac, 6);
+	put16(f + 12, 0x0806);
 	put16(a, 1);
 	put16(a + 2, 0x0800);
 	a[4] = 6;
@@ -149,7 +147,7 @@ static int learn_host_mac(void)
 		if (poll(&pfd, 1, 100) <= 0)
 			continue;
 		while ((n = read(tap_fd, r, sizeof(r))) > 0)
-			if (n >= L2 + 28 && get16(r + HDR + 12) == 0x0806 &&
+			if (n >= L2 + 28 && get16(r + 12) == 0x0806 &&
 			    get16(r + L2 + 6) == 2) {
 				memcpy(host_mac, r + L2 + 8, 6);
 				return 0;
@@ -204,7 +202,7 @@ static bool is_echo(const uint8_t *f, ssize_t n)
 {
 	const uint8_t *ip = f + L2;
 
-	return n >= L2 + 28 && get16(f + HDR + 12) == 0x0800 && ip[9] == IPPROTO_UDP &&
+	return n >= L2 + 28 && get16(f + 12) == 0x0800 && ip[9] == IPPROTO_UDP &&
 	       get16(ip + 20) == ECHO_PORT && get16(ip + 22) == GUEST_PORT;
 }
 
