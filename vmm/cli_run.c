@@ -380,6 +380,53 @@ static int check_contradictions(const struct run_opts *o)
 }
 
 /*
+ * The filter keeps one rule per prefix, so two --allow of the same prefix
+ * would silently lose one. Same protocols: the port lists are joined (an
+ * empty one means every port, which covers the other). Different protocols:
+ * refused, since one rule for both would open each protocol's ports to the
+ * other.
+ */
+static int merge_allows(struct run_opts *o)
+{
+	unsigned i, j, k;
+
+	for (i = 0; i < o->nr_allow; i++) {
+		struct run_allow *a = &o->allow[i];
+
+		for (j = i + 1; j < o->nr_allow; ) {
+			struct run_allow *b = &o->allow[j];
+
+			if (a->family != b->family || a->prefixlen != b->prefixlen ||
+			    memcmp(run_cidr_addr(a), run_cidr_addr(b),
+				   a->family == AF_INET6 ? 16 : 4)) {
+				j++;
+				continue;
+			}
+			if (a->protos != b->protos)
+				return husk_seterr(EINVAL, "--allow rules %u and %u name the same "
+						   "prefix with different protocols: husk keeps one "
+						   "rule per prefix; allow the protocols on separate "
+						   "prefixes or as 'any'", i + 1, j + 1);
+			if (!a->nports || !b->nports) {
+				a->nports = 0;
+			} else {
+				if (a->nports + b->nports > EGRESS_MAX_PORT_RANGES)
+					return husk_seterr(EINVAL, "--allow rules %u and %u of the same "
+							   "prefix have more than %d port ranges "
+							   "together", i + 1, j + 1,
+							   EGRESS_MAX_PORT_RANGES);
+				for (k = 0; k < b->nports; k++)
+					a->ports[a->nports++] = b->ports[k];
+			}
+			/* j is folded into i: close the gap. */
+			memmove(b, b + 1, (o->nr_allow - j - 1) * sizeof(*b));
+			o->nr_allow--;
+		}
+	}
+	return 0;
+}
+
+/*
  * --allow-host NAME: a dns.h pattern. An IPv4 literal is a valid pattern
  * too (all-digit labels), but it would only ever match a query for that
  * text, never open the address: point at --allow instead.
@@ -616,7 +663,7 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 		return husk_seterr(EINVAL, "--egress-rate needs --net egress");
 	if (o->max_dests && o->net != RUN_NET_EGRESS)
 		return husk_seterr(EINVAL, "--max-dests needs --net egress");
-	if ((err = check_contradictions(o)))
+	if ((err = check_contradictions(o)) || (err = merge_allows(o)))
 		return err;
 	if (o->cpu_milli > o->vcpus * 1000)
 		return husk_seterr(EINVAL, "--cpus %u.%03u is more than the VM's %u vCPU(s) "

@@ -937,6 +937,28 @@ START_TEST(run_workspace_paths)
 }
 END_TEST
 
+/* The filter holds one rule per prefix: same protocols merge, others are refused. */
+START_TEST(run_allow_same_prefix)
+{
+	ck_assert_int_eq(RUN("--net", "egress", "--allow", "192.0.2.1/32:tcp:8080",
+			     "--allow", "192.0.2.1/32:tcp:8085", "--allow", "198.51.100.0/24",
+			     "--", "true"), 0);
+	ck_assert_uint_eq(ro.nr_allow, 2);
+	ck_assert_uint_eq(ro.allow[0].nports, 2);
+	ck_assert_uint_eq(ro.allow[0].ports[0].lo, 8080);
+	ck_assert_uint_eq(ro.allow[0].ports[1].lo, 8085);
+	ck_assert_uint_eq(ro.allow[1].prefixlen, 24);
+	/* Every port covers a port list. */
+	ck_assert_int_eq(RUN("--net", "egress", "--allow", "192.0.2.1/32:tcp",
+			     "--allow", "192.0.2.1/32:tcp:443", "--", "true"), 0);
+	ck_assert_uint_eq(ro.nr_allow, 1);
+	ck_assert_uint_eq(ro.allow[0].nports, 0);
+	assert_rejected(RUN("--net", "egress", "--allow", "192.0.2.1/32:tcp:80",
+			    "--allow", "192.0.2.1/32:udp:53", "--", "true"),
+			"same prefix with different protocols");
+}
+END_TEST
+
 START_TEST(run_record_options)
 {
 	ck_assert_int_eq(RUN("--json-fd", "3", "--result", "r.json", "--get", "out:/tmp",
@@ -1008,6 +1030,7 @@ Suite *cli_suite(void)
 	tcase_add_test(tc, run_rejected);
 	tcase_add_test(tc, run_workspace_paths);
 	tcase_add_test(tc, run_record_options);
+	tcase_add_test(tc, run_allow_same_prefix);
 	tcase_add_test(tc, run_net);
 	tcase_add_test(tc, run_net_rejected);
 	tcase_add_test(tc, run_net_ipv6);
