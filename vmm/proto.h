@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define PROTO_VERSION 1
 #define PROTO_VSOCK_PORT 1024		/* guest-init connects here on the host */

@@ -56,7 +56,7 @@ void run_report_import(struct run_result *r, const struct run_vm_report *v,
 	r->stderr_bytes = v->stderr_bytes;
 	r->stdout_dropped = v->stdout_dropped <= v->stdout_bytes ? v->stdout_dropped : v->stdout_bytes;
 	r->stderr_dropped = v->stderr_dropped <= v->stderr_bytes ? v->stderr_dropped : v->stderr_bytes;
-	r->reason = v->reason <= VM_STOP_SIGNAL ? (enum vm_stop_reason)v->reason :
+	r->reason = v->reason < VM_STOP__MAX ? (enum vm_stop_reason)v->reason :
 		    VM_STOP_HOST_ERROR;
 	r->signal = v->signal < 65 ? (int)v->signal : 0;
 	if (!r->error[0])

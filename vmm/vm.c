@@ -26,6 +26,7 @@
 #include "virtio_rng.h"
 #include "virtio_vsock.h"
 #include "vm.h"
+#include "vm_snapshot.h"
 
 #define INITRD_MAX_FILE (1u << 30)
 
@@ -38,6 +39,7 @@ static const char *const reason_names[] = {
 	[VM_STOP_HOST_ERROR] = "host-error",
 	[VM_STOP_TIMEOUT] = "timeout",
 	[VM_STOP_SIGNAL] = "signal",
+	[VM_STOP_SAVED] = "saved",
 };
 
 const char *vm_reason_name(enum vm_stop_reason r)
@@ -189,7 +191,7 @@ static int create_devices(struct vm *vm, const struct vm_config *cfg)
 	return err;
 }
 
-static int create_vcpus(struct vm *vm)
+static int create_vcpus(struct vm *vm, bool boot)
 {
 	struct cpu_config cc;
 	unsigned i;
@@ -212,6 +214,8 @@ static int create_vcpus(struct vm *vm)
 	}
 	khz = ioctl(vm->vcpus[0].fd, KVM_GET_TSC_KHZ, 0);
 	vm->tsc_khz = khz > 0 ? (uint32_t)khz : 0;
+	if (!boot)
+		return 0;	/* a restore sets every register from the template */
 	cc.supported = vm->kvm.cpuid;
 	cc.nr_vcpus = vm->nr_vcpus;
 	cc.tsc_khz = vm->tsc_khz;
@@ -262,18 +266,22 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, uint64_t start_us)
 		return husk_seterr(EINVAL, "this host's KVM supports at most %d vCPUs",
 				   vm->kvm.max_vcpus);
 	err = create_machine(vm);
-	if (!err)
+	if (!err && cfg->restore)
+		err = gmem_map_file(&vm->mem, cfg->restore->mem_fd, cfg->mem_bytes);
+	else if (!err)
 		err = gmem_alloc(&vm->mem, cfg->mem_bytes);
 	if (!err)
 		err = set_memory(vm);
 	if (!err)
 		err = create_devices(vm, cfg);
-	if (!err)
+	if (!err && !cfg->restore)
 		err = load_guest(vm, cfg);
 	if (!err)
-		err = create_vcpus(vm);
+		err = create_vcpus(vm, !cfg->restore);
 	if (!err)
 		devices_init_x86(vm);
+	if (!err && cfg->restore)
+		err = vm_restore_state(vm, cfg->restore);
 	return err;
 }
 
@@ -487,7 +495,7 @@ int vm_start(struct vm *vm)
 	return 0;
 }
 
-void vm_destroy(struct vm *vm)
+void vm_join(struct vm *vm)
 {
 	unsigned i;
 
@@ -496,6 +504,18 @@ void vm_destroy(struct vm *vm)
 
 		if (v->started)
 			pthread_join(v->thread, NULL);
+		v->started = false;
+	}
+}
+
+void vm_destroy(struct vm *vm)
+{
+	unsigned i;
+
+	vm_join(vm);
+	for (i = 0; i < VM_MAX_VCPUS; i++) {
+		struct vcpu *v = &vm->vcpus[i];
+
 		if (v->run)
 			munmap(v->run, vm->kvm.vcpu_mmap_size);
 		if (v->fd >= 0)

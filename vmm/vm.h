@@ -35,6 +35,8 @@ enum vm_stop_reason {
 	VM_STOP_HOST_ERROR,	/* husk or KVM failed */
 	VM_STOP_TIMEOUT,
 	VM_STOP_SIGNAL,		/* husk was asked to stop (SIGINT/SIGTERM) */
+	VM_STOP_SAVED,		/* paused to be saved as a template */
+	VM_STOP__MAX,
 };
 
 /* Guest-visible boot events written to husk's control register. */
@@ -42,6 +44,8 @@ enum husk_event {
 	HUSK_EV_INIT = 1,	/* guest userspace (init) is running */
 	HUSK_EV_MAX = 8,
 };
+
+struct vm_restore;
 
 struct vm_config {
 	const char *kernel_path;
@@ -60,6 +64,12 @@ struct vm_config {
 	 */
 	int net_tap_fd;
 	uint8_t net_mac[6];		/* guest MAC when net_tap_fd >= 0 */
+	/*
+	 * Restore this template's state instead of booting (vm_snapshot.h):
+	 * kernel_path, initrd_path and cmdline are ignored; mem_bytes and
+	 * nr_vcpus must be the template's.
+	 */
+	const struct vm_restore *restore;
 	/*
 	 * Confine the vCPU and device event loop threads with their seccomp
 	 * lists (seccomp.h) before the guest runs; the caller confines its own
@@ -122,6 +132,8 @@ int vm_start(struct vm *vm);
  */
 void vm_stop(struct vm *vm, enum vm_stop_reason r, int status, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+/* Wait for every vCPU thread to leave (after vm_stop); the fds stay. */
+void vm_join(struct vm *vm);
 /* Join the vCPU threads (after vm_stop) and free everything. */
 void vm_destroy(struct vm *vm);
 const char *vm_reason_name(enum vm_stop_reason r);
