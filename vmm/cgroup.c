@@ -410,24 +410,44 @@ int cgroup_check_limits(const struct cgroup_limits *l)
 	return 0;
 }
 
+static int write_cpu(const struct husk_cgroup_dir *d, unsigned cpu_milli)
+{
+	uint64_t quota = (uint64_t)cpu_milli * CGROUP_CPU_PERIOD_US / 1000;
+	char v[64];
+	int err;
+
+	if (d->v2) {
+		snprintf(v, sizeof(v), "%" PRIu64 " %u", quota, CGROUP_CPU_PERIOD_US);
+		return write_file(d->path, "cpu.max", v, false);
+	}
+	/* Period before quota: the kernel checks quota against it. */
+	snprintf(v, sizeof(v), "%u", CGROUP_CPU_PERIOD_US);
+	err = write_file(d->path, "cpu.cfs_period_us", v, false);
+	snprintf(v, sizeof(v), "%" PRIu64, quota);
+	if (!err)
+		err = write_file(d->path, "cpu.cfs_quota_us", v, false);
+	return err;
+}
+
+int cgroup_set_cpu(const struct husk_cgroup *cg, unsigned cpu_milli)
+{
+	struct cgroup_limits l = { .cpu_milli = cpu_milli };
+	unsigned i;
+	int err = cgroup_check_limits(&l);
+
+	for (i = 0; !err && i < cg->ndirs; i++)
+		if (cg->dir[i].ctrls & CGROUP_CPU)
+			err = write_cpu(&cg->dir[i], cpu_milli);
+	return err;
+}
+
 static int write_limits(const struct husk_cgroup_dir *d, const struct cgroup_limits *l)
 {
-	uint64_t quota = (uint64_t)l->cpu_milli * CGROUP_CPU_PERIOD_US / 1000;
 	char v[64];
 	int err = 0;
 
 	if ((d->ctrls & CGROUP_CPU) && l->cpu_milli) {
-		if (d->v2) {
-			snprintf(v, sizeof(v), "%" PRIu64 " %u", quota, CGROUP_CPU_PERIOD_US);
-			err = write_file(d->path, "cpu.max", v, false);
-		} else {
-			/* Period before quota: the kernel checks quota against it. */
-			snprintf(v, sizeof(v), "%u", CGROUP_CPU_PERIOD_US);
-			err = write_file(d->path, "cpu.cfs_period_us", v, false);
-			snprintf(v, sizeof(v), "%" PRIu64, quota);
-			if (!err)
-				err = write_file(d->path, "cpu.cfs_quota_us", v, false);
-		}
+		err = write_cpu(d, l->cpu_milli);
 		if (err)
 			return err;
 	}

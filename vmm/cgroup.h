@@ -120,6 +120,9 @@ int cgroup_check_limits(const struct cgroup_limits *l);
  */
 int cgroup_create(struct husk_cgroup *cg, const struct cgroup_limits *l);
 
+/* Change the CPU quota of a group that has a cpu controller. */
+int cgroup_set_cpu(const struct husk_cgroup *cg, unsigned cpu_milli);
+
 /* Move process pid (all its threads) into every directory of the group. */
 int cgroup_attach(const struct husk_cgroup *cg, pid_t pid);
 

@@ -14,6 +14,7 @@ const char cli_usage[] =
 	"\n"
 	"Commands:\n"
 	"  run       run a command in a fresh, ephemeral microVM\n"
+	"  template  make, list, check and remove templates (saved booted VMs)\n"
 	"  boot      boot a kernel in a microVM and print its console\n"
 	"  version   print husk's version\n"
 	"  help      print this help (also: husk --help, husk COMMAND --help)\n";
@@ -63,6 +64,8 @@ enum cli_command cli_command(int argc, char **argv)
 		return CLI_BOOT;
 	if (!strcmp(c, "run"))
 		return CLI_RUN;
+	if (!strcmp(c, "template"))
+		return CLI_TEMPLATE;
 	husk_seterr(EINVAL, "unknown command '%s'", c);
 	return CLI_NONE;
 }

@@ -14,7 +14,7 @@
 #define CLI_MAX_MEM_MIB (64 * 1024)
 #define CLI_MAX_TIMEOUT_SEC (7 * 24 * 3600)
 
-enum cli_command { CLI_NONE, CLI_HELP, CLI_VERSION, CLI_BOOT, CLI_RUN };
+enum cli_command { CLI_NONE, CLI_HELP, CLI_VERSION, CLI_BOOT, CLI_RUN, CLI_TEMPLATE };
 
 struct boot_opts {
 	const char *kernel;

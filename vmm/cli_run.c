@@ -24,7 +24,8 @@ const char cli_run_usage[] =
 	"                [--allow-host NAME]... [--deny CIDR]... [--conn-rate N]\n"
 	"                [--egress-limit BYTES] [--egress-rate BYTES] [--max-dests N]\n"
 	"                [--cpus N] [--pids-max N]\n"
-	"                [--uid-range BASE:COUNT] [--no-jail] [--verbose] -- CMD [ARGS...]\n"
+	"                [--uid-range BASE:COUNT] [--no-jail] [--verbose]\n"
+	"                [--template NAME [--template-dir DIR]] -- CMD [ARGS...]\n"
 	"\n"
 	"Boot a fresh microVM, run CMD inside as the unprivileged agentuser in a\n"
 	"tmpfs workspace (/tmp/workspace) on a read-only root, stream its stdout and\n"
@@ -80,6 +81,11 @@ const char cli_run_usage[] =
 	"  --uid-range B:C     host uids for per-VM jails: B..B+C-1, never root or\n"
 	"                      nobody; uids some user, group or subuid range has\n"
 	"                      are skipped (default 1879048192:4096)\n"
+	"  --template NAME     start the VM from template NAME (husk template create)\n"
+	"                      instead of booting it: the same job in milliseconds;\n"
+	"                      its memory, vCPUs, kernel and root image are the\n"
+	"                      template's\n"
+	"  --template-dir DIR  where templates live (default /var/lib/husk/templates)\n"
 	"  --no-jail           debugging only: run the VMM without its jail\n"
 	"                      (namespaces, uid, cgroup, seccomp); husk warns\n"
 	"  --verbose           debug messages on stderr\n"
@@ -449,12 +455,29 @@ static int parse_allow_host(struct run_opts *o, const char *name)
 	return 0;
 }
 
+void cli_run_defaults(struct run_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->mem_mib = RUN_DEFAULT_MEM_MIB;
+	o->vcpus = 1;
+	o->timeout_sec = RUN_DEFAULT_TIMEOUT_SEC;
+	o->workspace_mib = RUN_DEFAULT_WORKSPACE_MIB;
+	o->max_output = RUN_DEFAULT_MAX_OUTPUT;
+	o->cpu_milli = RUN_DEFAULT_CPU_MILLI;
+	o->pids_max = RUN_DEFAULT_PIDS_MAX;
+	o->uid_base = RUN_DEFAULT_UID_BASE;
+	o->uid_count = RUN_DEFAULT_UID_COUNT;
+	o->json_fd = -1;
+}
+
 int cli_parse_run(int argc, char **argv, struct run_opts *o)
 {
 	enum { O_KERNEL = 256, O_ROOTFS, O_MEM, O_VCPUS, O_TIMEOUT, O_WS, O_ENV, O_PUT,
 	       O_GET, O_GET_ALWAYS, O_STDIN, O_JSON, O_CONSOLE, O_VERBOSE, O_HELP, O_MAX_OUTPUT,
 	       O_NET, O_ALLOW, O_CONN_RATE, O_EGRESS_LIMIT, O_EGRESS_RATE, O_MAX_DESTS, O_ALLOW_HOST, O_DENY, O_CPUS,
-	       O_PIDS_MAX, O_UID_RANGE, O_NO_JAIL, O_GET_KEEP_MODES, O_JSON_FD, O_RESULT };
+	       O_PIDS_MAX, O_UID_RANGE, O_NO_JAIL, O_GET_KEEP_MODES, O_JSON_FD, O_RESULT,
+	       O_TEMPLATE, O_TEMPLATE_DIR };
+	bool mem_set = false, vcpus_set = false;
 	static const struct option opts[] = {
 		{ "kernel", required_argument, NULL, O_KERNEL },
 		{ "rootfs", required_argument, NULL, O_ROOTFS },
@@ -487,22 +510,14 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 		{ "get-keep-modes", no_argument, NULL, O_GET_KEEP_MODES },
 		{ "json-fd", required_argument, NULL, O_JSON_FD },
 		{ "result", required_argument, NULL, O_RESULT },
+		{ "template", required_argument, NULL, O_TEMPLATE },
+		{ "template-dir", required_argument, NULL, O_TEMPLATE_DIR },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t v;
 	int c, err = 0;
 
-	memset(o, 0, sizeof(*o));
-	o->mem_mib = RUN_DEFAULT_MEM_MIB;
-	o->vcpus = 1;
-	o->timeout_sec = RUN_DEFAULT_TIMEOUT_SEC;
-	o->workspace_mib = RUN_DEFAULT_WORKSPACE_MIB;
-	o->max_output = RUN_DEFAULT_MAX_OUTPUT;
-	o->cpu_milli = RUN_DEFAULT_CPU_MILLI;
-	o->pids_max = RUN_DEFAULT_PIDS_MAX;
-	o->uid_base = RUN_DEFAULT_UID_BASE;
-	o->uid_count = RUN_DEFAULT_UID_COUNT;
-	o->json_fd = -1;
+	cli_run_defaults(o);
 	optind = 0;
 	opterr = 0;
 	while (!err && (c = getopt_long(argc, argv, "+:", opts, NULL)) != -1) {
@@ -515,11 +530,13 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 			break;
 		case O_MEM:
 			err = cli_num_opt("--mem", optarg, CLI_MIN_MEM_MIB, CLI_MAX_MEM_MIB, &o->mem_mib);
+			mem_set = true;
 			break;
 		case O_VCPUS:
 			err = cli_num_opt("--vcpus", optarg, 1, VM_MAX_VCPUS, &v);
 			if (!err)
 				o->vcpus = v;
+			vcpus_set = true;
 			break;
 		case O_TIMEOUT:
 			err = cli_num_opt("--timeout", optarg, 1, CLI_MAX_TIMEOUT_SEC, &o->timeout_sec);
@@ -634,6 +651,14 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 				err = husk_seterr(EINVAL, "--result needs a file name");
 			o->result = optarg;
 			break;
+		case O_TEMPLATE:
+			o->template_name = optarg;
+			break;
+		case O_TEMPLATE_DIR:
+			if (!*optarg)
+				err = husk_seterr(EINVAL, "--template-dir needs a directory");
+			o->template_dir = optarg;
+			break;
 		case O_HELP:
 			o->help = true;
 			return 0;
@@ -649,6 +674,12 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 		return husk_seterr(EINVAL, "--get-always without --get");
 	if (o->get_keep_modes && !o->nr_get)
 		return husk_seterr(EINVAL, "--get-keep-modes without --get");
+	/* A template fixes its machine: a run can only take it as it is. */
+	if (o->template_name && (mem_set || vcpus_set))
+		return husk_seterr(EINVAL, "--mem and --vcpus come from the template with "
+				   "--template; make another template for another size");
+	if (o->template_dir && !o->template_name)
+		return husk_seterr(EINVAL, "--template-dir without --template");
 	if (o->nr_allow && o->net != RUN_NET_EGRESS)
 		return husk_seterr(EINVAL, "--allow needs --net egress");
 	if (o->nr_allow_host && o->net != RUN_NET_EGRESS)

@@ -121,6 +121,11 @@ struct run_opts {
 	uint32_t uid_base;		/* --uid-range: uid_base..uid_base+uid_count-1, */
 	uint32_t uid_count;		/* never 0, RUN_UID_NOBODY or (uid_t)-1 */
 	bool no_jail;			/* --no-jail: run unconfined (the caller warns) */
+	/* Templates (template.h). */
+	const char *template_name;	/* --template NAME: restore instead of boot */
+	const char *template_dir;	/* --template-dir DIR (NULL: the default) */
+	bool template_create;		/* husk template create: boot, save as
+					 * template_name, no job */
 	bool stdin;
 	bool json;			/* the record on stdout, as its last line */
 	int json_fd;			/* --json-fd N: the record on fd N; -1 none */
@@ -131,6 +136,8 @@ struct run_opts {
 	int argc;
 };
 
+/* The defaults of every run option (what a bare "husk run -- CMD" gets). */
+void cli_run_defaults(struct run_opts *o);
 /* Parse "husk run ..." (argv[0] is "run"). Returns 0 or -EINVAL. */
 int cli_parse_run(int argc, char **argv, struct run_opts *o);
 /*

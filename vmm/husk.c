@@ -15,14 +15,17 @@
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
 #include "host_file.h"
 #include "cli.h"
+#include "cli_template.h"
 #include "json.h"
 #include "run.h"
 #include "seccomp.h"
+#include "template.h"
 #include "util.h"
 #include "vm.h"
 
@@ -293,6 +296,143 @@ static int cmd_run(int argc, char **argv, uint64_t start)
 	return code;
 }
 
+/* ---- husk template ---- */
+
+static void print_time(char *out, size_t len, uint64_t us)
+{
+	time_t t = us / 1000000;
+	struct tm tm;
+
+	if (!gmtime_r(&t, &tm) || !strftime(out, len, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		snprintf(out, len, "?");
+}
+
+static void list_templates(const struct template_info *v, unsigned n, bool json)
+{
+	char when[32], ksha[17], rsha[17];
+	unsigned i;
+
+	if (!json)
+		printf("%-24s %9s  %-20s %7s %5s %-3s  %-16s %-16s\n", "NAME", "DISK", "CREATED",
+		       "RAM", "VCPUS", "NIC", "KERNEL", "ROOTFS");
+	else
+		fputc('[', stdout);
+	for (i = 0; i < n; i++) {
+		const struct template_meta *m = &v[i].meta;
+
+		print_time(when, sizeof(when), m->created_us);
+		snap_hex(m->kernel_sha, 8, ksha);
+		snap_hex(m->rootfs_sha, 8, rsha);
+		if (json) {
+			char k[65], r[65];
+
+			snap_hex(m->kernel_sha, 32, k);
+			snap_hex(m->rootfs_sha, 32, r);
+			printf("%s{\"name\":", i ? "," : "");
+			json_string(stdout, m->name);
+			if (!v[i].ok) {
+				fputs(",\"ok\":false,\"problem\":", stdout);
+				json_string(stdout, v[i].problem);
+				fputc('}', stdout);
+				continue;
+			}
+			printf(",\"ok\":true,\"disk_bytes\":%llu,\"created\":\"%s\","
+			       "\"mem_mib\":%llu,\"vcpus\":%llu,\"net\":%s,\"memory_data_bytes\":%llu,"
+			       "\"kernel_sha256\":\"%s\",\"rootfs_sha256\":\"%s\",\"kernel\":",
+			       (unsigned long long)v[i].disk_bytes, when,
+			       (unsigned long long)(m->mem_bytes >> 20), (unsigned long long)m->vcpus,
+			       m->net ? "true" : "false", (unsigned long long)m->mem_data, k, r);
+			json_string(stdout, m->kernel_path);
+			fputs(",\"rootfs\":", stdout);
+			json_string(stdout, m->rootfs_path);
+			fputc('}', stdout);
+		} else if (!v[i].ok) {
+			printf("%-24s unusable: %s\n", m->name, v[i].problem);
+		} else {
+			printf("%-24s %8lluM  %-20s %6lluM %5llu %-3s  %-16s %-16s\n", m->name,
+			       (unsigned long long)(v[i].disk_bytes >> 20), when,
+			       (unsigned long long)(m->mem_bytes >> 20), (unsigned long long)m->vcpus,
+			       m->net ? "yes" : "no", ksha, rsha);
+		}
+	}
+	if (json)
+		fputs("]\n", stdout);
+}
+
+static int cmd_template(int argc, char **argv, uint64_t start)
+{
+	struct template_opts o;
+	struct template_info *v;
+	struct template t;
+	struct run_result r;
+	unsigned n;
+	int dfd, err;
+
+	if (cli_parse_template(argc, argv, &o)) {
+		fprintf(stderr, "husk template: %s\nTry 'husk template --help'.\n", husk_lasterr());
+		return EXIT_USAGE;
+	}
+	if (o.help) {
+		fputs(cli_template_usage, stdout);
+		return 0;
+	}
+	husk_verbose = o.run.verbose;
+	if (o.action == TPL_CREATE) {
+		if (o.run.no_jail)
+			seccomp_env_unlocked = true;
+		if (seccomp_env_check()) {
+			fprintf(stderr, "husk template: %s\n", husk_lasterr());
+			return EXIT_USAGE;
+		}
+		block_signals();
+		err = run_job(&o.run, start, &r);
+		if (r.error[0])
+			husk_msg("%s", r.error);
+		else
+			husk_msg("template %s made in %.2f s (%llu MiB of guest RAM saved)", o.name,
+				 (double)r.t_teardown / 1e6,
+				 (unsigned long long)(r.template_data >> 20));
+		return err;
+	}
+	dfd = template_dir_open(o.dir, false);
+	if (dfd < 0) {
+		/* No directory yet is an empty list, not an error. */
+		if (o.action == TPL_LS && dfd == -ENOENT) {
+			list_templates(NULL, 0, o.json);
+			return 0;
+		}
+		husk_msg("%s", husk_lasterr());
+		return RUN_EXIT_FAILURE;
+	}
+	switch (o.action) {
+	case TPL_LS:
+		err = template_list(dfd, &v, &n);
+		if (!err) {
+			list_templates(v, n, o.json);
+			free(v);
+		}
+		break;
+	case TPL_RM:
+		err = template_remove(dfd, o.name);
+		break;
+	default:
+		err = template_open(dfd, o.name, NULL, 0, NULL, NULL, &t);
+		if (!err) {
+			err = template_verify_memory(&t);
+			if (!err)
+				printf("template %s: state, memory image (%llu MiB of data) and root "
+				       "image intact\n", o.name, (unsigned long long)(t.meta.mem_data >> 20));
+			template_close(&t);
+		}
+	}
+	close(dfd);
+	if (err) {
+		husk_msg("%s", husk_lasterr());
+		return RUN_EXIT_FAILURE;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	uint64_t start = now_us(), start_wall = wall_us();
@@ -308,6 +448,8 @@ int main(int argc, char **argv)
 		return cmd_boot(argc - 1, argv + 1, start, start_wall);
 	case CLI_RUN:
 		return cmd_run(argc - 1, argv + 1, start);
+	case CLI_TEMPLATE:
+		return cmd_template(argc - 1, argv + 1, start);
 	default:
 		fprintf(stderr, "husk: %s\n\n%s", husk_lasterr(), cli_usage);
 		return EXIT_USAGE;

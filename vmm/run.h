@@ -39,6 +39,10 @@ struct run_result {
 	/* Microseconds since process start; -1 when a phase was not reached. */
 	int64_t t_first_run, t_init, t_job_start, t_job_end, t_exit, t_teardown;
 	uint64_t start_epoch_us;
+	bool from_template;		/* restored from a template ("start":"template") */
+	uint64_t template_data;		/* template create: guest RAM bytes saved */
+	/* Restore phases, microseconds since process start; -1 not reached. */
+	int64_t t_restore_open, t_restore_vm;
 	bool net;			/* --net egress was set up */
 	bool net_counters;		/* net_ctr is valid */
 	struct egress_counters net_ctr;	/* the egress filter's, for this VM */
