@@ -316,14 +316,15 @@ static void on_chan(struct sup *S)
 static void supervise(struct sup *S)
 {
 	while (!S->exited) {
-		struct pollfd p[4] = {
+		struct pollfd p[5] = {
 			{ .fd = S->pidfd, .events = POLLIN },
 			{ .fd = S->sfd, .events = POLLIN },
 			{ .fd = S->chan, .events = POLLIN },
 			{ .fd = run_net_events_fd(S->net), .events = POLLIN },
+			{ .fd = run_net_dns_fd(S->net), .events = POLLIN },
 		};
 		char why[256];
-		int r = poll(p, 4, 1000);
+		int r = poll(p, 5, 1000);
 
 		if (r < 0 && errno != EINTR) {
 			stop_vm(S, "poll failed");
@@ -349,6 +350,8 @@ static void supervise(struct sup *S)
 		}
 		if ((p[3].revents & POLLIN) && run_net_poll(S->net, why, sizeof(why)))
 			stop_vm(S, why);
+		if (p[4].revents & POLLIN)
+			run_net_dns_handle(S->net);
 		if (now_us() > S->backstop) {
 			stop_vm(S, "the VM process did not end by its deadline; killed");
 			kill(S->pid, SIGKILL);
@@ -516,6 +519,8 @@ static int prepare(struct sup *S)
 	}
 	setup_cgroup(S);
 	err = setup_jail(S);
+	if (!err && S->net)
+		err = run_net_dns_start(S->net, S->cg_on ? &S->cg : NULL);
 	if (err)
 		return err;
 	S->sfd = stop_signalfd();
@@ -640,10 +645,18 @@ static void print_dns(FILE *f, const struct run_result *r)
 		return;
 	}
 	fprintf(f, ",\"dns\":{\"queries\":%llu,\"allowed\":%llu,\"refused\":%llu,"
-		"\"failed\":%llu,\"malformed\":%llu,\"refused_names\":[",
+		"\"failed\":%llu,\"malformed\":%llu,\"foreign\":%llu,"
+		"\"addresses_opened\":%llu,\"quota_full\":%llu,\"helper_error\":",
 		(unsigned long long)r->dns.queries, (unsigned long long)r->dns.allowed,
 		(unsigned long long)r->dns.refused, (unsigned long long)r->dns.failed,
-		(unsigned long long)r->dns.malformed);
+		(unsigned long long)r->dns.malformed, (unsigned long long)r->dns.foreign,
+		(unsigned long long)r->dns_learn.opened,
+		(unsigned long long)r->dns_learn.quota_full);
+	if (r->dns_fault[0])
+		json_string(f, r->dns_fault);
+	else
+		fputs("null", f);
+	fputs(",\"refused_names\":[", f);
 	for (i = 0; i < r->nr_dns_refused; i++) {
 		if (i)
 			fputc(',', f);
