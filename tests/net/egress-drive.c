@@ -378,8 +378,9 @@ static bool is_dns_answer(const uint8_t *p, size_t n, const void *arg)
 }
 
 /*
- * Ask server for name's A record over UDP. Returns the rcode (first A
- * record in *a), or -1 when nothing came back within ms.
+ * Ask server for name's A record over UDP, the way a guest's resolver
+ * might: AD and CD set, an EDNS record with the DO bit. Returns the rcode
+ * (first A record in *a), or -1 when nothing came back within ms.
  */
 static int dns_query(const char *server, const char *name, uint16_t id, int ms,
 		     struct in_addr *a)
@@ -387,15 +388,16 @@ static int dns_query(const char *server, const char *name, uint16_t id, int ms,
 	struct dns_wait w = { .server = ip(server), .sport = 30000 + id };
 	uint8_t q[300], buf[2048];
 	const uint8_t *m;
-	size_t n = 12, off, mlen, i;
+	size_t n = 12, off, mlen, i, qend;
 	const char *l = name;
 	uint16_t an;
 	ssize_t r;
 
 	memset(q, 0, 12);
 	put16(q, id);
-	put16(q + 2, 0x0100);	/* RD */
+	put16(q + 2, 0x0130);	/* RD, AD, CD */
 	put16(q + 4, 1);
+	put16(q + 10, 1);	/* the OPT record */
 	while (*l) {
 		size_t len = strcspn(l, ".");
 
@@ -408,6 +410,10 @@ static int dns_query(const char *server, const char *name, uint16_t id, int ms,
 	put16(q + n, 1);
 	put16(q + n + 2, 1);
 	n += 4;
+	qend = n;
+	/* OPT: root owner, type 41, 1232-byte payload, DO, no options. */
+	memcpy(q + n, "\0\0\x29\x04\xd0\0\0\x80\0\0\0", 11);
+	n += 11;
 	send_udp(lease.guest, server, w.sport, 53, q, n);
 	r = receive(buf, sizeof(buf), ms, is_dns_answer, &w);
 	if (r < 0)
@@ -417,7 +423,7 @@ static int dns_query(const char *server, const char *name, uint16_t id, int ms,
 	if (get16(m) != id)
 		return -1;
 	an = get16(m + 6);
-	off = n;	/* the question is echoed as we sent it */
+	off = qend;	/* the question is echoed as we sent it */
 	a->s_addr = 0;
 	for (i = 0; i < an && off + 12 <= mlen; i++) {
 		uint16_t type, rdlen;
