@@ -216,6 +216,95 @@ int dns_build_error(const uint8_t *qmsg, const struct dns_query *q, uint16_t id,
 	return (int)(DNS_HDR_LEN + qlen);
 }
 
+static int digit(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : -1;
+}
+
+int dns_name_to_wire(const char *text, uint8_t *out, size_t cap)
+{
+	size_t o = 0, lab;
+	const char *s = text;
+
+	if (!*s) {
+		if (!cap)
+			return -ENOSPC;
+		out[0] = 0;
+		return 1;
+	}
+	for (;;) {
+		lab = o++;	/* the length byte, filled in below */
+		if (o > cap)
+			return -ENOSPC;
+		while (*s && *s != '.') {
+			int c = (uint8_t)*s++;
+
+			if (c == '\\') {
+				int a = digit(s[0]), b = a < 0 ? -1 : digit(s[1]),
+				    d = b < 0 ? -1 : digit(s[2]);
+
+				if (d < 0 || a * 100 + b * 10 + d > 255)
+					return -EINVAL;
+				c = a * 100 + b * 10 + d;
+				s += 3;
+			}
+			if (o - lab > DNS_LABEL_MAX)
+				return -EINVAL;
+			if (o >= cap)
+				return -ENOSPC;
+			out[o++] = (uint8_t)c;
+		}
+		if (o - lab == 1)
+			return -EINVAL;		/* empty label */
+		out[lab] = (uint8_t)(o - lab - 1);
+		if (!*s)
+			break;
+		s++;
+		if (!*s)
+			return -EINVAL;		/* a trailing dot is not our form */
+	}
+	if (o >= cap)
+		return -ENOSPC;
+	out[o++] = 0;
+	return o > DNS_NAME_WIRE_MAX ? -EINVAL : (int)o;
+}
+
+int dns_build_query(const struct dns_query *q, uint16_t id, uint8_t *out, size_t cap)
+{
+	int n;
+
+	if (cap < DNS_HDR_LEN + 4)
+		return -ENOSPC;
+	n = dns_name_to_wire(q->name, out + DNS_HDR_LEN, cap - DNS_HDR_LEN - 4);
+	if (n < 0)
+		return n;
+	memset(out, 0, DNS_HDR_LEN);
+	put16(out, id);
+	put16(out + 2, DNS_FLAG_RD);
+	put16(out + 4, 1);
+	put16(out + DNS_HDR_LEN + n, q->qtype);
+	put16(out + DNS_HDR_LEN + n + 2, q->qclass);
+	return DNS_HDR_LEN + n + 4;
+}
+
+int dns_restore_question(uint8_t *resp, size_t len, const uint8_t *qmsg,
+			 const struct dns_query *q)
+{
+	char name[DNS_NAME_TEXT_MAX];
+	size_t off = DNS_HDR_LEN;
+	uint16_t flags;
+
+	if (len < DNS_HDR_LEN || q->qend < DNS_HDR_LEN + 5 ||
+	    dns_read_name(resp, len, &off, name, sizeof(name)) || len - off < 4 ||
+	    off + 4 != q->qend || strcmp(name, q->name))
+		return -EBADMSG;
+	put16(resp, q->id);
+	flags = (get16(resp + 2) & ~DNS_FLAG_RD) | (q->flags & DNS_FLAG_RD);
+	put16(resp + 2, flags);
+	memcpy(resp + DNS_HDR_LEN, qmsg + DNS_HDR_LEN, q->qend - DNS_HDR_LEN);
+	return 0;
+}
+
 static bool in_chain(char chain[][DNS_NAME_TEXT_MAX], unsigned n, const char *name)
 {
 	unsigned i;

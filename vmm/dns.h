@@ -117,6 +117,33 @@ int dns_parse_response(const uint8_t *msg, size_t len, uint16_t id,
 		       struct dns_answer *a);
 
 /*
+ * The wire form of a name in the presentation form above ("" is the root):
+ * labels split at '.', "\DDD" decoded. Returns the length written (the
+ * root's zero byte included) or -EINVAL (empty or overlong label, bad
+ * escape, over DNS_NAME_WIRE_MAX) / -ENOSPC.
+ */
+int dns_name_to_wire(const char *text, uint8_t *out, size_t cap);
+
+/*
+ * A minimal query for q's question, built from the parsed name, type and
+ * class alone: ID id, RD set and no other flag, one question, no answer,
+ * authority or additional record (no EDNS). Nothing of the message q was
+ * parsed from is copied. Returns the length or -EINVAL/-ENOSPC.
+ */
+int dns_build_query(const struct dns_query *q, uint16_t id, uint8_t *out, size_t cap);
+
+/*
+ * Turn a response to the query dns_build_query() made for q (already
+ * checked by dns_parse_response) into the answer to the guest's own query
+ * qmsg: the guest's ID, its RD bit, and its question bytes (its spelling of
+ * the name) in place of ours. The two questions name the same name, so
+ * they have the same length and every compression pointer stays valid.
+ * Returns 0 or -EBADMSG.
+ */
+int dns_restore_question(uint8_t *resp, size_t len, const uint8_t *qmsg,
+			 const struct dns_query *q);
+
+/*
  * Check an allowlist pattern: "example.com" or "*.example.com", labels of
  * [A-Za-z0-9-_] (1..63 bytes), at most 253 bytes, one trailing dot allowed.
  * Returns 0 or -EINVAL.

@@ -3,8 +3,15 @@
  *
  * All tables are fixed-size and live in the proxy itself, so a guest that
  * floods queries or opens connections runs into SERVFAIL or a closed socket,
- * never into host memory growth. One timerfd, armed for the earliest
- * deadline, expires upstream queries and idle TCP connections.
+ * never into memory growth. One timerfd, armed for the earliest deadline,
+ * expires upstream queries, answers whose addresses were not confirmed in
+ * time, and idle TCP connections.
+ *
+ * A query slot goes FREE -> UPSTREAM (our query sent on the slot's own
+ * connected socket) -> LEARN (a good answer held while its addresses are
+ * opened) -> FREE. Each use of a slot bumps its generation, which is part
+ * of every learn tag, so a late confirmation can never release another
+ * query's answer.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -26,6 +33,17 @@
 /* Queued answers per TCP connection: a guest that never reads gets cut off. */
 #define TCP_TX_MAX	(4 * (2 + 65535))
 #define DNS_MSG_MAX	65535
+/* The guest's header and question: what its answers and errors echo. */
+#define QMSG_MAX	(DNS_HDR_LEN + DNS_NAME_WIRE_MAX + 4)
+
+/* Learn tags: slot, address index, slot generation. */
+#define TAG_SLOT_BITS	6
+#define TAG_IDX_BITS	6
+#define TAG_GEN_MASK	0xfffffu
+
+_Static_assert(DNS_PROXY_PENDING_MAX <= 1u << TAG_SLOT_BITS, "slot in a learn tag");
+_Static_assert(DNS_ADDR_MAX <= 1u << TAG_IDX_BITS && DNS_ADDR_MAX <= 64,
+	       "address index in a learn tag and the acked bitmap");
 
 /* Where a query came from, so its answer can find the way back. */
 struct origin {
@@ -36,15 +54,26 @@ struct origin {
 	uint32_t gen;			/* ... and its generation when asked */
 };
 
+enum pd_state { PD_FREE, PD_UPSTREAM, PD_LEARN };
+
 struct pending {
 	struct dns_proxy *p;
-	bool used;
-	int fd;				/* connected upstream socket */
+	enum pd_state state;
+	int fd;				/* connected upstream socket, always open */
+	bool reg;			/* fd is on the loop */
+	uint32_t gen;
 	uint16_t up_id;			/* random ID sent upstream */
 	uint64_t deadline_us;
 	struct origin from;
 	struct dns_query q;
-	uint8_t qmsg[DNS_QUERY_MAX];	/* the guest's query, for SERVFAIL */
+	uint8_t qmsg[QMSG_MAX];		/* the guest's header and question */
+	/* PD_LEARN: the answer, held until each address is confirmed. */
+	struct dns_answer ans;
+	unsigned nsent, ndone, inflight;
+	uint64_t acked;			/* bit i: address i confirmed or refused */
+	bool refused;
+	size_t alen;
+	uint8_t answer[DNS_PROXY_ANSWER_MAX];
 };
 
 struct tcp_conn {
@@ -66,13 +95,13 @@ struct dns_proxy {
 	bool udp_reg, tcp_reg, timer_reg;
 	char **allow;
 	unsigned nallow;
-	struct sockaddr_storage up;
-	socklen_t ulen;
-	dns_addr_cb cb;
+	struct sockaddr_storage up, guest;
+	dns_learn_fn learn;
 	void *arg;
 	unsigned query_ms, idle_ms;
 	uint16_t port;
 	uint32_t id_seq;		/* fallback ID mixing if getrandom fails */
+	unsigned learn_inflight;	/* learn requests awaiting dns_proxy_learned */
 	struct pending pend[DNS_PROXY_PENDING_MAX];
 	struct tcp_conn conns[DNS_PROXY_TCP_MAX];
 	uint8_t buf[DNS_MSG_MAX + 1];
@@ -99,8 +128,34 @@ static uint16_t rand_id(struct dns_proxy *p)
 
 	if (getrandom(&id, sizeof(id), GRND_NONBLOCK) == sizeof(id))
 		return id;
-	/* Still unpredictable enough with the per-query random source port. */
+	/* Still unpredictable enough with the per-slot random source port. */
 	return (uint16_t)(now_us() ^ (++p->id_seq * 2654435761u));
+}
+
+/* Same family and address (the port is not compared). */
+static bool same_host(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	if (a->ss_family == AF_INET6)
+		return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+			       &((const struct sockaddr_in6 *)b)->sin6_addr, sizeof(struct in6_addr));
+	return false;
+}
+
+static uint16_t sa_port(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET6)
+		return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+	return ntohs(((const struct sockaddr_in *)ss)->sin_port);
+}
+
+static bool same_addr(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	return same_host(a, b) && sa_port(a) == sa_port(b);
 }
 
 /* ---- answers back to the guest ---- */
@@ -189,23 +244,23 @@ static void reply(struct dns_proxy *p, const struct origin *o, const uint8_t *ms
 static void reply_error(struct dns_proxy *p, const struct origin *o, const uint8_t *qmsg,
 			const struct dns_query *q, int rcode)
 {
-	uint8_t out[DNS_QUERY_MAX];
+	uint8_t out[QMSG_MAX];
 	int n = dns_build_error(qmsg, q, q->id, rcode, out, sizeof(out));
 
 	if (n > 0)
 		reply(p, o, out, n);
 }
 
-/* ---- upstream ---- */
+/* ---- query slots ---- */
 
 static void pending_done(struct pending *pd)
 {
 	struct dns_proxy *p = pd->p;
 
-	evloop_del(p->el, pd->fd);
-	close(pd->fd);
-	pd->fd = -1;
-	pd->used = false;
+	/* Confirmations still owed for it are stale now: give their room back. */
+	p->learn_inflight -= pd->inflight < p->learn_inflight ? pd->inflight : p->learn_inflight;
+	pd->inflight = 0;
+	pd->state = PD_FREE;
 	if (pd->from.tcp) {
 		struct tcp_conn *c = &p->conns[pd->from.conn];
 
@@ -222,50 +277,120 @@ static void pending_fail(struct pending *pd)
 	pending_done(pd);
 }
 
-static bool same_addr(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+/* Every address confirmed, or one refused: release or withhold the answer. */
+static void learn_finish(struct pending *pd)
 {
-	if (a->ss_family != b->ss_family)
-		return false;
-	if (a->ss_family == AF_INET) {
-		const struct sockaddr_in *x = (const void *)a, *y = (const void *)b;
+	struct dns_proxy *p = pd->p;
 
-		return x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
+	if (pd->refused) {
+		STAT_INC(p, withheld);
+		pending_fail(pd);
+		return;
 	}
-	if (a->ss_family == AF_INET6) {
-		const struct sockaddr_in6 *x = (const void *)a, *y = (const void *)b;
-
-		return x->sin6_port == y->sin6_port &&
-		       !memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(x->sin6_addr));
+	if (dns_restore_question(pd->answer, pd->alen, pd->qmsg, &pd->q)) {
+		pending_fail(pd);
+		return;
 	}
-	return false;
+	reply(p, &pd->from, pd->answer, pd->alen);
+	pending_done(pd);
 }
 
-/* One datagram from upstream; true when the query is finished. */
+static bool learn_complete(const struct pending *pd)
+{
+	return pd->refused || pd->ndone == pd->ans.naddr;
+}
+
+static uint32_t learn_tag(const struct dns_proxy *p, const struct pending *pd, unsigned i)
+{
+	return (uint32_t)(pd - p->pend) | (uint32_t)i << TAG_SLOT_BITS |
+	       (pd->gen & TAG_GEN_MASK) << (TAG_SLOT_BITS + TAG_IDX_BITS);
+}
+
+/* Hand out learn requests while the window has room, slot by slot. */
+static void learn_pump(struct dns_proxy *p)
+{
+	unsigned i;
+
+	for (i = 0; i < DNS_PROXY_PENDING_MAX; i++) {
+		struct pending *pd = &p->pend[i];
+
+		while (pd->state == PD_LEARN && !pd->refused && pd->nsent < pd->ans.naddr &&
+		       p->learn_inflight < DNS_PROXY_LEARN_WINDOW) {
+			unsigned k = pd->nsent++;
+			int r = p->learn(p->arg, learn_tag(p, pd, k), pd->q.name, &pd->ans.addr[k]);
+
+			if (r == 0) {
+				pd->inflight++;
+				p->learn_inflight++;
+				continue;
+			}
+			pd->acked |= 1ull << k;
+			pd->ndone++;
+			if (r < 0)
+				pd->refused = true;
+		}
+		if (pd->state == PD_LEARN && learn_complete(pd))
+			learn_finish(pd);
+	}
+}
+
+void dns_proxy_learned(struct dns_proxy *p, uint32_t tag, int status)
+{
+	unsigned slot = tag & ((1u << TAG_SLOT_BITS) - 1);
+	unsigned k = tag >> TAG_SLOT_BITS & ((1u << TAG_IDX_BITS) - 1);
+	uint32_t gen = tag >> (TAG_SLOT_BITS + TAG_IDX_BITS);
+	struct pending *pd;
+
+	if (slot >= DNS_PROXY_PENDING_MAX)
+		return;
+	pd = &p->pend[slot];
+	if (pd->state != PD_LEARN || (pd->gen & TAG_GEN_MASK) != gen || k >= pd->nsent ||
+	    (pd->acked & 1ull << k) || !pd->inflight)
+		return;
+	pd->acked |= 1ull << k;
+	pd->ndone++;
+	pd->inflight--;
+	if (p->learn_inflight)
+		p->learn_inflight--;
+	if (status < 0) {
+		husk_debug("dns proxy: the filter refused an address of %s", pd->q.name);
+		pd->refused = true;
+	}
+	if (learn_complete(pd))
+		learn_finish(pd);
+	learn_pump(p);
+}
+
+/* ---- upstream ---- */
+
+/* One datagram from upstream for a slot waiting on it; true when finished. */
 static bool upstream_answer(struct pending *pd, size_t n)
 {
 	struct dns_proxy *p = pd->p;
-	struct dns_answer ans;
 
 	/* A wrong ID is someone guessing: ignore it and keep waiting. */
 	if (n < 2 || (p->buf[0] << 8 | p->buf[1]) != pd->up_id) {
 		STAT_INC(p, spoofed);
 		return false;
 	}
-	if (dns_parse_response(p->buf, n, pd->up_id, &pd->q, DNS_PROXY_MIN_TTL,
-			       DNS_PROXY_MAX_TTL, &ans)) {
-		husk_debug("dns proxy: malformed answer for %s", pd->q.name);
+	if (n > sizeof(pd->answer) ||
+	    dns_parse_response(p->buf, n, pd->up_id, &pd->q, DNS_PROXY_MIN_TTL,
+			       DNS_PROXY_MAX_TTL, &pd->ans)) {
+		husk_debug("dns proxy: malformed or oversized answer for %s", pd->q.name);
 		pending_fail(pd);
 		return true;
 	}
+	memcpy(pd->answer, p->buf, n);
+	pd->alen = n;
+	pd->nsent = pd->ndone = pd->inflight = 0;
+	pd->acked = 0;
+	pd->refused = false;
+	pd->state = PD_LEARN;
 	/* The filter opens before the guest learns the address, never after. */
-	if (ans.naddr && p->cb && p->cb(p->arg, pd->q.name, ans.addr, ans.naddr) < 0) {
-		pending_fail(pd);
-		return true;
-	}
-	p->buf[0] = pd->q.id >> 8;
-	p->buf[1] = pd->q.id & 0xff;
-	reply(p, &pd->from, p->buf, n);
-	pending_done(pd);
+	if (!pd->ans.naddr)
+		learn_finish(pd);
+	else
+		learn_pump(p);
 	return true;
 }
 
@@ -284,70 +409,64 @@ static void upstream_cb(void *arg, uint32_t events)
 			     (struct sockaddr *)&from, &flen);
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
+		/* Late answers and errors for a query already finished. */
+		if (pd->state != PD_UPSTREAM)
+			continue;
 		if (n < 0) {
 			/* ICMP unreachable and friends: the resolver is not there. */
 			husk_debug("dns proxy: upstream: %s", strerror(errno));
 			pending_fail(pd);
-			return;
+			continue;
 		}
 		/* The socket is connected, so this is a second line of defence. */
 		if (!same_addr(&from, &p->up)) {
 			STAT_INC(p, spoofed);
 			continue;
 		}
-		if (upstream_answer(pd, n))
-			return;
+		upstream_answer(pd, n);
 	}
 }
 
 static void forward(struct dns_proxy *p, const struct origin *o, const struct dns_query *q,
-		    const uint8_t *msg, size_t len)
+		    const uint8_t *msg)
 {
 	struct pending *pd = NULL;
+	uint8_t out[QMSG_MAX];
 	unsigned i;
+	int n;
 
 	for (i = 0; i < DNS_PROXY_PENDING_MAX && !pd; i++)
-		if (!p->pend[i].used)
+		if (p->pend[i].state == PD_FREE)
 			pd = &p->pend[i];
-	if (!pd) {
+	if (!pd || q->qend > sizeof(pd->qmsg)) {
 		STAT_INC(p, failed);
 		reply_error(p, o, msg, q, DNS_RCODE_SERVFAIL);
 		return;
 	}
-	pd->fd = socket(p->up.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (pd->fd < 0)
-		goto fail;
-	/* Connected: the kernel only delivers datagrams from the resolver's address and port. */
-	if (connect(pd->fd, (const struct sockaddr *)&p->up, p->ulen) < 0)
-		goto fail;
-	pd->p = p;
+	/* Whatever came late for the slot's last query goes first. */
+	for (i = 0; i < UDP_BATCH; i++)
+		if (recv(pd->fd, p->buf, sizeof(p->buf), MSG_DONTWAIT) < 0 && errno == EAGAIN)
+			break;
+	pd->gen++;
 	pd->q = *q;
 	pd->from = *o;
-	memcpy(pd->qmsg, msg, len);
+	memcpy(pd->qmsg, msg, q->qend);
 	pd->up_id = rand_id(p);
-	pd->qmsg[0] = pd->up_id >> 8;
-	pd->qmsg[1] = pd->up_id & 0xff;
-	if (send(pd->fd, pd->qmsg, len, MSG_DONTWAIT) != (ssize_t)len)
-		goto fail;
-	/* Back to the guest's ID: pd->qmsg now serves SERVFAIL answers. */
-	pd->qmsg[0] = q->id >> 8;
-	pd->qmsg[1] = q->id & 0xff;
-	if (evloop_add(p->el, pd->fd, EPOLLIN, upstream_cb, pd))
-		goto fail;
-	pd->used = true;
+	/* Ours, from the parsed question: no byte of the guest's goes upstream. */
+	n = dns_build_query(q, pd->up_id, out, sizeof(out));
+	if (n < 0 || send(pd->fd, out, n, MSG_DONTWAIT) != n) {
+		husk_debug("dns proxy: cannot forward %s: %s", q->name,
+			   n < 0 ? "bad name" : strerror(errno));
+		STAT_INC(p, failed);
+		reply_error(p, o, msg, q, DNS_RCODE_SERVFAIL);
+		return;
+	}
+	pd->state = PD_UPSTREAM;
 	pd->deadline_us = now_us() + (uint64_t)p->query_ms * 1000;
 	if (o->tcp)
 		p->conns[o->conn].inflight++;
 	STAT_INC(p, allowed);
 	rearm(p);
-	return;
-fail:
-	husk_debug("dns proxy: cannot forward %s: %s", q->name, strerror(errno));
-	if (pd->fd >= 0)
-		close(pd->fd);
-	pd->fd = -1;
-	STAT_INC(p, failed);
-	reply_error(p, o, msg, q, DNS_RCODE_SERVFAIL);
 }
 
 /* ---- queries from the guest ---- */
@@ -399,7 +518,7 @@ static void handle_query(struct dns_proxy *p, const struct origin *o, const uint
 		reply_error(p, o, msg, &q, DNS_RCODE_NXDOMAIN);
 		return;
 	}
-	forward(p, o, &q, msg, len);
+	forward(p, o, &q, msg);
 }
 
 static void udp_cb(void *arg, uint32_t events)
@@ -415,6 +534,11 @@ static void udp_cb(void *arg, uint32_t events)
 			     (struct sockaddr *)&o.addr, &o.alen);
 		if (n < 0)
 			return;
+		/* Someone else on the host (or another VM): not even parsed. */
+		if (o.alen > sizeof(o.addr) || !same_host(&o.addr, &p->guest)) {
+			STAT_INC(p, foreign);
+			continue;
+		}
 		handle_query(p, &o, p->buf, n);
 	}
 }
@@ -511,10 +635,22 @@ static void accept_cb(void *arg, uint32_t events)
 {
 	struct dns_proxy *p = arg;
 	struct tcp_conn *c;
-	unsigned i;
+	unsigned i, n;
 	int fd;
 
-	while ((fd = accept4(p->tcp_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+	for (n = 0; n < UDP_BATCH; n++) {
+		struct sockaddr_storage from;
+		socklen_t flen = sizeof(from);
+
+		fd = accept4(p->tcp_fd, (struct sockaddr *)&from, &flen,
+			     SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			break;
+		if (flen > sizeof(from) || !same_host(&from, &p->guest)) {
+			STAT_INC(p, foreign);
+			close(fd);
+			continue;
+		}
 		c = NULL;
 		for (i = 0; i < DNS_PROXY_TCP_MAX && !c; i++)
 			if (p->conns[i].fd < 0)
@@ -543,7 +679,7 @@ static void rearm(struct dns_proxy *p)
 	unsigned i;
 
 	for (i = 0; i < DNS_PROXY_PENDING_MAX; i++)
-		if (p->pend[i].used && p->pend[i].deadline_us < first)
+		if (p->pend[i].state != PD_FREE && p->pend[i].deadline_us < first)
 			first = p->pend[i].deadline_us;
 	for (i = 0; i < DNS_PROXY_TCP_MAX; i++) {
 		if (p->conns[i].fd < 0 || p->conns[i].inflight)
@@ -573,9 +709,12 @@ static void timer_cb(void *arg, uint32_t events)
 	if (read(p->timer_fd, &ticks, sizeof(ticks)) < 0)
 		(void)0;	/* EAGAIN: rearmed meanwhile; the scan below is still right */
 	for (i = 0; i < DNS_PROXY_PENDING_MAX; i++) {
-		if (p->pend[i].used && p->pend[i].deadline_us <= now) {
-			husk_debug("dns proxy: upstream timeout for %s", p->pend[i].q.name);
-			pending_fail(&p->pend[i]);
+		struct pending *pd = &p->pend[i];
+
+		if (pd->state != PD_FREE && pd->deadline_us <= now) {
+			husk_debug("dns proxy: %s for %s", pd->state == PD_LEARN ?
+				   "no word from the filter" : "upstream timeout", pd->q.name);
+			pending_fail(pd);
 		}
 	}
 	for (i = 0; i < DNS_PROXY_TCP_MAX; i++) {
@@ -586,6 +725,100 @@ static void timer_cb(void *arg, uint32_t events)
 			close_conn(c);
 	}
 	rearm(p);
+	/* A timed-out answer freed window room another one may be waiting for. */
+	learn_pump(p);
+}
+
+/* ---- sockets ---- */
+
+void dns_proxy_close_socks(struct dns_proxy_socks *s)
+{
+	unsigned i;
+
+	if (s->udp_fd >= 0)
+		close(s->udp_fd);
+	if (s->tcp_fd >= 0)
+		close(s->tcp_fd);
+	for (i = 0; i < DNS_PROXY_PENDING_MAX; i++) {
+		if (s->up_fd[i] >= 0)
+			close(s->up_fd[i]);
+		s->up_fd[i] = -1;
+	}
+	s->udp_fd = s->tcp_fd = -1;
+}
+
+/*
+ * UDP and TCP on the same port. With port 0 the UDP socket picks one and TCP
+ * follows; if TCP finds it taken, try again with a fresh pick.
+ */
+static int bind_listeners(struct dns_proxy_socks *s, const struct sockaddr *addr,
+			  socklen_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	int one = 1, tries, fam = addr->sa_family;
+
+	for (tries = 0; tries < 8; tries++) {
+		memcpy(&ss, addr, len);
+		s->udp_fd = socket(fam, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		s->tcp_fd = socket(fam, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (s->udp_fd < 0 || s->tcp_fd < 0)
+			goto err;
+		if (bind(s->udp_fd, (struct sockaddr *)&ss, len) < 0)
+			goto err;
+		sl = sizeof(ss);
+		if (getsockname(s->udp_fd, (struct sockaddr *)&ss, &sl) < 0)
+			goto err;
+		setsockopt(s->tcp_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(s->tcp_fd, (struct sockaddr *)&ss, sl) == 0) {
+			if (listen(s->tcp_fd, DNS_PROXY_TCP_MAX) < 0)
+				goto err;
+			s->port = sa_port(&ss);
+			return 0;
+		}
+		if (errno != EADDRINUSE || sa_port((const struct sockaddr_storage *)addr))
+			goto err;
+		close(s->udp_fd);
+		close(s->tcp_fd);
+		s->udp_fd = s->tcp_fd = -1;
+	}
+	errno = EADDRINUSE;
+err:
+	return husk_seterr(errno, "dns proxy: cannot listen on port %u: %s",
+			   sa_port((const struct sockaddr_storage *)addr), strerror(errno));
+}
+
+static bool sa_ok(const struct sockaddr *sa, socklen_t len)
+{
+	return sa && len <= sizeof(struct sockaddr_storage) &&
+	       ((sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) ||
+		(sa->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)));
+}
+
+int dns_proxy_open_socks(struct dns_proxy_socks *s, const struct sockaddr *bind_addr,
+			 socklen_t len, const struct sockaddr *upstream, socklen_t ulen)
+{
+	unsigned i;
+	int err;
+
+	s->udp_fd = s->tcp_fd = -1;
+	s->port = 0;
+	for (i = 0; i < DNS_PROXY_PENDING_MAX; i++)
+		s->up_fd[i] = -1;
+	if (!sa_ok(bind_addr, len) || !sa_ok(upstream, ulen))
+		return husk_seterr(EINVAL, "dns proxy: bad listen or upstream address");
+	err = bind_listeners(s, bind_addr, len);
+	for (i = 0; !err && i < DNS_PROXY_PENDING_MAX; i++) {
+		/* Connected: the kernel delivers only the resolver's datagrams. */
+		s->up_fd[i] = socket(upstream->sa_family,
+				     SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (s->up_fd[i] < 0 || connect(s->up_fd[i], upstream, ulen) < 0)
+			err = husk_seterr(errno, "dns proxy: cannot make a socket to the "
+					  "upstream resolver: %s", strerror(errno));
+	}
+	if (err)
+		dns_proxy_close_socks(s);
+	return err;
 }
 
 /* ---- setup ---- */
@@ -617,91 +850,63 @@ static int copy_allowlist(struct dns_proxy *p, const char *const *allow, unsigne
 	return 0;
 }
 
-static uint16_t sa_port(const struct sockaddr_storage *ss)
+/* Move every fd of s into the proxy; s is left all -1. */
+static void take_socks(struct dns_proxy *p, struct dns_proxy_socks *s)
 {
-	if (ss->ss_family == AF_INET6)
-		return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
-	return ntohs(((const struct sockaddr_in *)ss)->sin_port);
-}
+	unsigned i;
 
-/*
- * UDP and TCP on the same port. With port 0 the UDP socket picks one and TCP
- * follows; if TCP finds it taken, try again with a fresh pick.
- */
-static int bind_listeners(struct dns_proxy *p, const struct sockaddr *addr, socklen_t len)
-{
-	struct sockaddr_storage ss;
-	socklen_t sl;
-	int one = 1, tries, fam = addr->sa_family;
-
-	for (tries = 0; tries < 8; tries++) {
-		memcpy(&ss, addr, len);
-		p->udp_fd = socket(fam, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-		p->tcp_fd = socket(fam, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-		if (p->udp_fd < 0 || p->tcp_fd < 0)
-			goto err;
-		if (bind(p->udp_fd, (struct sockaddr *)&ss, len) < 0)
-			goto err;
-		sl = sizeof(ss);
-		if (getsockname(p->udp_fd, (struct sockaddr *)&ss, &sl) < 0)
-			goto err;
-		setsockopt(p->tcp_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (bind(p->tcp_fd, (struct sockaddr *)&ss, sl) == 0) {
-			if (listen(p->tcp_fd, DNS_PROXY_TCP_MAX) < 0)
-				goto err;
-			p->port = sa_port(&ss);
-			return 0;
-		}
-		if (errno != EADDRINUSE || sa_port((const struct sockaddr_storage *)addr))
-			goto err;
-		close(p->udp_fd);
-		close(p->tcp_fd);
-		p->udp_fd = p->tcp_fd = -1;
+	p->udp_fd = s->udp_fd;
+	p->tcp_fd = s->tcp_fd;
+	p->port = s->port;
+	for (i = 0; i < DNS_PROXY_PENDING_MAX; i++) {
+		p->pend[i].fd = s->up_fd[i];
+		s->up_fd[i] = -1;
 	}
-	errno = EADDRINUSE;
-err:
-	return husk_seterr(errno, "dns proxy: cannot listen on port %u: %s",
-			   sa_port((const struct sockaddr_storage *)addr), strerror(errno));
+	s->udp_fd = s->tcp_fd = -1;
 }
 
-struct dns_proxy *dns_proxy_new(struct evloop *el, const struct sockaddr *bind_addr,
-				socklen_t len, const char *const *allow, unsigned nallow,
-				const struct sockaddr *upstream, socklen_t ulen,
-				dns_addr_cb cb, void *arg)
+struct dns_proxy *dns_proxy_new(struct evloop *el, struct dns_proxy_socks *s,
+				const struct dns_proxy_cfg *cfg)
 {
 	struct dns_proxy *p;
 	unsigned i;
 
-	if (!bind_addr || len > sizeof(struct sockaddr_storage) || !upstream ||
-	    ulen > sizeof(struct sockaddr_storage) ||
-	    (bind_addr->sa_family != AF_INET && bind_addr->sa_family != AF_INET6) ||
-	    (upstream->sa_family != AF_INET && upstream->sa_family != AF_INET6)) {
-		husk_seterr(EINVAL, "dns proxy: bad listen or upstream address");
+	if (!sa_ok(cfg->guest, cfg->guest_len) || !sa_ok(cfg->upstream, cfg->ulen) ||
+	    !cfg->learn || s->udp_fd < 0 || s->tcp_fd < 0) {
+		dns_proxy_close_socks(s);
+		husk_seterr(EINVAL, "dns proxy: bad guest or upstream address, sockets or "
+			    "learn function");
 		return NULL;
 	}
 	p = calloc(1, sizeof(*p));
 	if (!p) {
+		dns_proxy_close_socks(s);
 		husk_seterr(ENOMEM, "dns proxy: out of memory");
 		return NULL;
 	}
 	pthread_mutex_init(&p->lock, NULL);
 	p->el = el;
-	p->udp_fd = p->tcp_fd = p->timer_fd = -1;
-	p->cb = cb;
-	p->arg = arg;
+	p->timer_fd = -1;
+	p->learn = cfg->learn;
+	p->arg = cfg->arg;
 	p->query_ms = DNS_PROXY_TIMEOUT_MS;
 	p->idle_ms = DNS_PROXY_IDLE_MS;
-	memcpy(&p->up, upstream, ulen);
-	p->ulen = ulen;
-	for (i = 0; i < DNS_PROXY_PENDING_MAX; i++) {
+	memcpy(&p->up, cfg->upstream, cfg->ulen);
+	memcpy(&p->guest, cfg->guest, cfg->guest_len);
+	for (i = 0; i < DNS_PROXY_PENDING_MAX; i++)
 		p->pend[i].p = p;
-		p->pend[i].fd = -1;
-	}
 	for (i = 0; i < DNS_PROXY_TCP_MAX; i++) {
 		p->conns[i].p = p;
 		p->conns[i].fd = -1;
 	}
-	if (copy_allowlist(p, allow, nallow) || bind_listeners(p, bind_addr, len))
+	take_socks(p, s);
+	for (i = 0; i < DNS_PROXY_PENDING_MAX; i++) {
+		if (p->pend[i].fd < 0) {
+			husk_seterr(EINVAL, "dns proxy: upstream socket %u missing", i);
+			goto fail;
+		}
+	}
+	if (copy_allowlist(p, cfg->allow, cfg->nallow))
 		goto fail;
 	p->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	if (p->timer_fd < 0) {
@@ -711,6 +916,11 @@ struct dns_proxy *dns_proxy_new(struct evloop *el, const struct sockaddr *bind_a
 	if (evloop_add(el, p->timer_fd, EPOLLIN, timer_cb, p))
 		goto fail;
 	p->timer_reg = true;
+	for (i = 0; i < DNS_PROXY_PENDING_MAX; i++) {
+		if (evloop_add(el, p->pend[i].fd, EPOLLIN, upstream_cb, &p->pend[i]))
+			goto fail;
+		p->pend[i].reg = true;
+	}
 	if (evloop_add(el, p->udp_fd, EPOLLIN, udp_cb, p))
 		goto fail;
 	p->udp_reg = true;
@@ -771,10 +981,12 @@ void dns_proxy_free(struct dns_proxy *p)
 	if (!p)
 		return;
 	for (i = 0; i < DNS_PROXY_PENDING_MAX; i++) {
-		if (p->pend[i].used) {
+		if (p->pend[i].fd < 0)
+			continue;
+		if (p->pend[i].reg)
 			evloop_del(p->el, p->pend[i].fd);
-			close(p->pend[i].fd);
-		}
+		close(p->pend[i].fd);
+		p->pend[i].fd = -1;
 	}
 	for (i = 0; i < DNS_PROXY_TCP_MAX; i++)
 		close_conn(&p->conns[i]);

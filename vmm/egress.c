@@ -877,3 +877,53 @@ int egress_read_denied(int ifindex, struct egress_denied_dst *out, unsigned int 
 	}
 	return got;
 }
+
+/* ---- one learned address at a time (the DNS proxy's per-VM table) ---- */
+
+int egress_expire_addr(int ifindex, int family, const void *addr, uint64_t now)
+{
+	uint64_t now_ns = now * 1000ull;
+	struct egress_dyn_key k;
+	struct egress_dyn v;
+	int fd, err;
+
+	if ((err = need_open()))
+		return err;
+	if (ifindex <= 0)
+		return husk_seterr(EINVAL, "egress filter: bad ifindex %d", ifindex);
+	if ((err = dyn_key(ifindex, family, addr, &k)))
+		return err;
+	fd = map_fd(skel->maps.egress_dyn);
+	if (bpf_map_lookup_elem(fd, &k, &v)) {
+		err = errno;
+		if (err == ENOENT)
+			return -ENOENT;
+		return husk_seterr(err, "egress filter: looking up a learned address of "
+				   "ifindex %d: %s", ifindex, strerror(err));
+	}
+	if (dyn_keep(&v, now_ns))
+		return 0;
+	/* As in egress_expire(): out with its value of that instant. */
+	if (bpf_map_lookup_and_delete_elem(fd, &k, &v)) {
+		if (errno == ENOENT)
+			return -ENOENT;
+		if (bpf_map_lookup_elem(fd, &k, &v))
+			return -ENOENT;
+		if (dyn_keep(&v, now_ns))
+			return 0;
+		if (bpf_map_delete_elem(fd, &k)) {
+			err = errno;
+			if (err == ENOENT)
+				return -ENOENT;
+			return husk_seterr(err, "egress filter: removing a learned address "
+					   "of ifindex %d: %s", ifindex, strerror(err));
+		}
+		return 1;
+	}
+	if (dyn_keep(&v, now_ns)) {
+		/* A packet stamped it meanwhile: it stays. */
+		bpf_map_update_elem(fd, &k, &v, BPF_NOEXIST);
+		return 0;
+	}
+	return 1;
+}

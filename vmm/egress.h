@@ -164,4 +164,12 @@ int egress_count_prog_fd(void);
 
 const char *egress_reason_name(unsigned int reason);
 
+/*
+ * One learned address of ifindex (the DNS proxy's per-VM table keeps
+ * them): remove it if it is past its TTL and not live, as egress_expire()
+ * would, without walking the map. Returns 1 when removed, 0 when it is
+ * still needed, -ENOENT when it is not there, other -errno on failure.
+ */
+int egress_expire_addr(int ifindex, int family, const void *addr, uint64_t now);
+
 #endif

@@ -251,3 +251,12 @@ void evloop_free(struct evloop *el)
 	memset(el, 0, sizeof(*el));
 	el->epfd = el->wake_fd = -1;
 }
+
+/* ---- serving on the caller's thread (a single-threaded helper process) ---- */
+
+int evloop_run_once(struct evloop *el, int timeout_ms)
+{
+	if (!el->inited || el->running)
+		return husk_seterr(EINVAL, "evloop: not initialised, or its thread runs it");
+	return run_batch(el, timeout_ms) ? 1 : 0;
+}

@@ -57,4 +57,12 @@ int evloop_start(struct evloop *el);
 void evloop_stop(struct evloop *el);
 void evloop_free(struct evloop *el);
 
+/*
+ * Without a thread: wait up to timeout_ms (-1: forever) on the calling
+ * thread and dispatch one batch of events there. For a process that is its
+ * own loop (the DNS helper); never while evloop_start() runs one. Returns 0,
+ * 1 when the wake fd fired (evloop_stop from elsewhere), or -EINVAL.
+ */
+int evloop_run_once(struct evloop *el, int timeout_ms);
+
 #endif

@@ -404,17 +404,18 @@ static void supervise(struct sup *S)
 {
 	while (!S->exited) {
 		bool take = S->chan >= 0 && !S->msg_on;
-		struct pollfd p[5] = {
+		struct pollfd p[6] = {
 			{ .fd = S->pidfd, .events = POLLIN },
 			{ .fd = S->sfd, .events = POLLIN },
 			{ .fd = take ? S->chan : -1, .events = POLLIN },
 			{ .fd = run_net_events_fd(S->net), .events = POLLIN },
 			{ .fd = run_net_addr_fd(S->net), .events = POLLIN },
+			{ .fd = run_net_dns_fd(S->net), .events = POLLIN },
 		};
 		bool busy = S->msg_on || (S->child_gone && S->chan >= 0);
 		char why[256];
 		uint64_t now;
-		int r = poll(p, 5, busy ? 0 : next_timeout(S));
+		int r = poll(p, 6, busy ? 0 : next_timeout(S));
 
 		if (r < 0 && errno != EINTR) {
 			stop_vm(S, "poll failed");
@@ -427,6 +428,8 @@ static void supervise(struct sup *S)
 		if ((p[4].revents & (POLLIN | POLLERR)) &&
 		    run_net_addr_poll(S->net, why, sizeof(why)))
 			stop_vm(S, why);
+		if (p[5].revents & POLLIN)
+			run_net_dns_handle(S->net);
 		if (p[0].revents & POLLIN)
 			S->child_gone = true;
 		if (S->msg_on)
@@ -659,6 +662,8 @@ static int prepare(struct sup *S)
 	}
 	setup_cgroup(S);
 	err = setup_jail(S);
+	if (!err && S->net)
+		err = run_net_dns_start(S->net, S->cg_on ? &S->cg : NULL);
 	if (err)
 		return err;
 	S->sfd = stop_signalfd();

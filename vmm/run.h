@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "../bpf/egress.h"
+#include "dns_learn.h"
 #include "dns_proxy.h"
 #include "cli_run.h"
 #include "vm.h"
@@ -56,7 +57,9 @@ struct run_result {
 	unsigned cg_have;		/* CGROUP_USAGE_* valid below */
 	uint64_t cg_cpu_us, cg_throttled_us, cg_mem_peak, cg_oom_kills;
 	bool dns_on;			/* the DNS proxy ran; dns is valid */
-	struct dns_proxy_stats dns;
+	struct dns_proxy_stats dns;	/* as its helper reported them */
+	struct dns_learn_stats dns_learn;	/* the supervisor's: addresses opened */
+	char dns_fault[256];		/* why the DNS helper was stopped early, or "" */
 	char dns_refused[RUN_DNS_REFUSED_KEEP][256];	/* first distinct names refused */
 	unsigned nr_dns_refused;
 };

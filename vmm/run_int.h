@@ -1,19 +1,23 @@
 /*
  * run_int: what the parts of `husk run` share. Internal to run*.c.
  *
- * `husk run` is two processes. The supervisor (run.c) keeps every host
- * privilege and resource: the tap and its eBPF filter, the DNS proxy
- * (run_net.c), the cgroup, the user's files (run_files.c), the result. It
- * forks one VM process (run_vm.c) that opens /dev/kvm, the images and its
- * sockets, enters the jail (namespaces, pivot_root into the runtime
- * directory, its own uid, no capabilities, seccomp) and only then lets the
- * guest run. If the guest escapes into the VM process it finds an empty,
- * read-only root, no privileges and a short syscall list; the files it could
- * hand out are tar streams the supervisor extracts with its own checks.
+ * `husk run` is two processes (three with --net egress). The supervisor
+ * (run.c) keeps every host privilege and resource: the tap and its eBPF
+ * filter, the DNS proxy's learned addresses (run_net.c), the cgroup, the
+ * user's files (run_files.c), the result. It forks one VM process
+ * (run_vm.c) that opens /dev/kvm, the images and its sockets, enters the
+ * jail (namespaces, pivot_root into the runtime directory, its own uid, no
+ * capabilities, seccomp) and only then lets the guest run. If the guest
+ * escapes into the VM process it finds an empty, read-only root, no
+ * privileges and a short syscall list; the files it could hand out are tar
+ * streams the supervisor extracts with its own checks.
  *
- * The two talk over one SOCK_SEQPACKET pair (the chan_* messages) and a
- * shared anonymous mapping (struct run_shared) where the VM process records
- * how the job went; the supervisor reads it after the VM process exited.
+ * Supervisor and VM process talk over one SOCK_SEQPACKET pair (the chan_*
+ * messages) and a shared anonymous mapping (struct run_shared) where the VM
+ * process records how the job went; the supervisor reads it after the VM
+ * process exited.
+ * With --net egress the DNS proxy runs in a third, confined process of its
+ * own (dns_helper.h) that asks the supervisor to open each address.
  */
 #ifndef HUSK_RUN_INT_H
 #define HUSK_RUN_INT_H
@@ -23,6 +27,7 @@
 #include <sys/types.h>
 #include <stddef.h>
 
+#include "cgroup.h"
 #include "cli_run.h"
 #include "netpool.h"
 #include "run.h"
@@ -171,6 +176,15 @@ int run_net_addr_fd(struct run_egress *n);
  * failed and the VM must be stopped (why in out).
  */
 bool run_net_addr_poll(struct run_egress *n, char *why, size_t len);
+/*
+ * The DNS proxy's helper process, once the VM's cgroup exists (cg: NULL if
+ * none): it joins it. Fails the run if the helper cannot be confined.
+ */
+int run_net_dns_start(struct run_egress *n, const struct husk_cgroup *cg);
+/* fd to poll for the helper's requests and the expiry tick, -1 if none. */
+int run_net_dns_fd(struct run_egress *n);
+/* Serve what is ready there: bounded, never blocks. */
+void run_net_dns_handle(struct run_egress *n);
 /* Remove everything; fills the network part of r. */
 void run_net_teardown(struct run_egress *n, struct run_result *r);
 /* Remove taps and slot leftovers of husks that died (at start). */

@@ -5,7 +5,8 @@
  * events, and the host's address changes (each new address denied as it
  * comes). The VM process only inherits the tap's fd; it never holds
  * a BPF map or a netlink socket, so a guest that escapes into it cannot
- * widen its own policy.
+ * widen its own policy. The DNS proxy runs in a confined helper process
+ * (dns_helper.h) that asks this side to open each address it resolves.
  *
  * Everything here runs on the supervisor's main thread.
  */
@@ -16,16 +17,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "deny_file.h"
-#include "dns_proxy.h"
+#include "dns_helper.h"
+#include "dns_learn.h"
 #include "egress.h"
-#include "evloop.h"
+#include "jail.h"
 #include "netlink.h"
 #include "netpool.h"
 #include "run_int.h"
@@ -34,6 +34,7 @@
 
 #define NET_LOCK_DIR "/run/husk/net"
 #define NET_SLOTS 1024
+#define DNS_ROOT "/run/husk/empty"	/* the DNS helper's "/" */
 
 struct run_egress {
 	const struct run_opts *o;
@@ -44,11 +45,12 @@ struct run_egress {
 	struct netpool_lease lease;
 	bool kill;			/* the filter asked for the VM to die */
 	char anomaly[256];
-	/* The DNS proxy and the allow-map expiry run on their own loop thread. */
-	struct evloop loop;
-	bool loop_on;
-	struct dns_proxy *dns;
-	int expire_fd;			/* timerfd: expire DNS-opened addresses */
+	/* The DNS proxy's helper process and this VM's learned addresses. */
+	bool dns_tried;			/* run_net_dns_start() ran */
+	struct dns_helper *dns;
+	struct dns_learned learned;
+	uid_t dns_uid;			/* the helper's, leased ... */
+	int dns_uid_lock;		/* ... with this lock */
 	int watch_fd;			/* the host's address changes (egress.c owns it) */
 };
 
@@ -211,36 +213,47 @@ static int setup(struct run_egress *N, int *tap_fd)
 
 /* ---- the DNS proxy at the gateway (--allow-host) ---- */
 
-/* Open the filter for an allowed name's addresses before the guest sees them. */
-static int on_dns_addrs(void *arg, const char *name, const struct dns_addr *addrs,
-			unsigned n)
+/*
+ * The proxy runs in its own confined process (dns_helper.h); what stays
+ * here is the decision on each address it asks for: the VM's quota of
+ * learned addresses and their expiry (dns_learn.h), then the filter.
+ */
+
+static int learned_open(void *arg, int family, const uint8_t *addr, uint32_t ttl)
 {
 	struct run_egress *N = arg;
-	unsigned i;
-	int err;
 
-	for (i = 0; i < n; i++) {
-		err = egress_allow_addr_ttl(N->ifindex, addrs[i].family, addrs[i].addr,
-					    addrs[i].ttl, EGRESS_P_ANY, NULL, 0);
-		if (err) {
-			husk_msg("warning: dns: cannot open the filter for %s: %s", name,
-				 husk_lasterr());
-			return err;
-		}
-	}
-	husk_debug("dns: %s: %u address(es) allowed", name, n);
-	return 0;
+	return egress_allow_addr_ttl(N->ifindex, family, addr, ttl, EGRESS_P_ANY, NULL, 0);
 }
 
-static void on_expire(void *arg, uint32_t events)
+static int learned_forget(void *arg, int family, const uint8_t *addr, uint64_t now)
 {
 	struct run_egress *N = arg;
-	uint64_t ticks;
 
-	if (read(N->expire_fd, &ticks, sizeof(ticks)) != sizeof(ticks))
-		return;
-	if (egress_expire(N->ifindex, now_us()) < 0)
-		husk_msg("warning: %s", husk_lasterr());
+	return egress_expire_addr(N->ifindex, family, addr, now);
+}
+
+/* A learn request from the helper, already checked field by field. */
+static int on_dns_learn(void *arg, int family, const uint8_t *addr, uint32_t ttl)
+{
+	struct run_egress *N = arg;
+	char a[INET6_ADDRSTRLEN] = "?";
+	int err = dns_learn_add(&N->learned, family, addr, ttl, now_us());
+
+	inet_ntop(family, addr, a, sizeof(a));
+	/* A full quota is the guest's doing and counted; a failing filter is ours. */
+	if (err && err != -EDQUOT)
+		husk_msg("warning: dns: cannot open the filter for %s: %s", a, husk_lasterr());
+	else
+		husk_debug("dns: %s for %u s: %s", a, ttl, err ? husk_lasterr() : "opened");
+	return err;
+}
+
+static void on_dns_tick(void *arg, uint64_t now)
+{
+	struct run_egress *N = arg;
+
+	dns_learn_expire(&N->learned, now);
 }
 
 /*
@@ -294,11 +307,32 @@ bad:
 			   ":PORT (IPv6 in brackets)", e);
 }
 
-static int dns_setup(struct run_egress *N)
+/*
+ * The helper's "/": an empty directory nobody but root may change (its
+ * bind mount in the helper is read-only anyway). Shared by every run and
+ * never removed, like the lock directories.
+ */
+static int dns_root(void)
 {
+	struct stat st;
+
+	if ((mkdir("/run/husk", 0755) && errno != EEXIST) ||
+	    (mkdir(DNS_ROOT, 0555) && errno != EEXIST))
+		return husk_seterr(errno, "cannot create %s: %s", DNS_ROOT, strerror(errno));
+	if (lstat(DNS_ROOT, &st) || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 022))
+		return husk_seterr(EPERM, "%s must be a directory owned by uid %u that no one "
+				   "else may write", DNS_ROOT, (unsigned)geteuid());
+	return 0;
+}
+
+int run_net_dns_start(struct run_egress *N, const struct husk_cgroup *cg)
+{
+	struct dns_learn_ops ops = { learned_open, learned_forget, N };
 	const struct run_opts *o = N->o;
-	struct itimerspec its = { { 1, 0 }, { 1, 0 } };
 	struct sockaddr_in bind_to = { .sin_family = AF_INET, .sin_port = htons(53) };
+	struct sockaddr_in guest = { .sin_family = AF_INET };
+	struct dns_helper_cfg cfg = { 0 };
 	struct sockaddr_storage up;
 	socklen_t ulen;
 	int err;
@@ -317,51 +351,69 @@ static int dns_setup(struct run_egress *N)
 		lo->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 		ulen = sizeof(*lo);
 	}
-	err = evloop_init(&N->loop);
+	err = dns_root();
 	if (err)
 		return err;
+	/* A uid of its own: see docs/security.md for why not the VM's. */
+	err = jail_uid_lease(o->uid_base, o->uid_count, &N->dns_uid, &N->dns_uid_lock);
+	if (err)
+		return husk_seterr(err, "no uid for the DNS helper: %s", husk_lasterr());
+	dns_learn_init(&N->learned, &ops, DNS_LEARN_QUOTA);
 	bind_to.sin_addr = N->lease.host;
-	N->dns = dns_proxy_new(&N->loop, (struct sockaddr *)&bind_to, sizeof(bind_to),
-			       o->allow_host, o->nr_allow_host, (struct sockaddr *)&up, ulen,
-			       on_dns_addrs, N);
-	if (!N->dns)
-		return -EINVAL;
-	N->expire_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (N->expire_fd < 0 || timerfd_settime(N->expire_fd, 0, &its, NULL) < 0)
-		return husk_seterr(errno, "timerfd: %s", strerror(errno));
-	err = evloop_add(&N->loop, N->expire_fd, EPOLLIN, on_expire, N);
-	if (!err)
-		err = evloop_start(&N->loop);
-	if (err)
-		return err;
-	N->loop_on = true;
-	return 0;
+	guest.sin_addr = N->lease.guest;
+	cfg.allow = o->allow_host;
+	cfg.nallow = o->nr_allow_host;
+	cfg.bind = (struct sockaddr *)&bind_to;
+	cfg.bind_len = sizeof(bind_to);
+	cfg.guest = (struct sockaddr *)&guest;
+	cfg.guest_len = sizeof(guest);
+	cfg.upstream = (struct sockaddr *)&up;
+	cfg.ulen = ulen;
+	cfg.root = DNS_ROOT;
+	cfg.uid = cfg.gid = N->dns_uid;
+	cfg.cg = cg;
+	cfg.learn = on_dns_learn;
+	cfg.tick = on_dns_tick;
+	cfg.arg = N;
+	N->dns_tried = true;
+	return dns_helper_start(&N->dns, &cfg);
+}
+
+int run_net_dns_fd(struct run_egress *N)
+{
+	return N ? dns_helper_fd(N->dns) : -1;
+}
+
+void run_net_dns_handle(struct run_egress *N)
+{
+	if (N)
+		dns_helper_handle(N->dns);
 }
 
 static void dns_teardown(struct run_egress *N, struct run_result *r)
 {
+	static struct dns_helper_report rep;	/* 4 KiB of names: not on the stack */
 	unsigned i;
 
-	if (N->loop_on)
-		evloop_stop(&N->loop);
-	N->loop_on = false;
-	if (N->dns) {
-		r->dns_on = true;
-		dns_proxy_get_stats(N->dns, &r->dns);
-		for (i = 0; i < RUN_DNS_REFUSED_KEEP; i++)
-			if (dns_proxy_refused(N->dns, i, r->dns_refused[i],
-					      sizeof(r->dns_refused[i])))
-				break;
-		r->nr_dns_refused = i;
-		for (i = 0; i < r->nr_dns_refused; i++)
-			husk_debug("dns: refused %s", r->dns_refused[i]);
-		dns_proxy_free(N->dns);
-		N->dns = NULL;
+	if (!N->dns_tried)
+		return;
+	/* Dead before its page is read: no number or name can change under us. */
+	dns_helper_stop(N->dns, &rep);
+	N->dns = NULL;
+	r->dns_on = true;
+	r->dns = rep.st;
+	r->dns_learn = N->learned.st;
+	snprintf(r->dns_fault, sizeof(r->dns_fault), "%s", rep.fault);
+	r->nr_dns_refused = rep.nrefused < RUN_DNS_REFUSED_KEEP ? rep.nrefused
+								: RUN_DNS_REFUSED_KEEP;
+	for (i = 0; i < r->nr_dns_refused; i++) {
+		snprintf(r->dns_refused[i], sizeof(r->dns_refused[i]), "%s", rep.refused[i]);
+		husk_debug("dns: refused %s", r->dns_refused[i]);
 	}
-	evloop_free(&N->loop);
-	if (N->expire_fd >= 0)
-		close(N->expire_fd);
-	N->expire_fd = -1;
+	/* The helper is reaped: its uid is free for another run. */
+	if (N->dns_uid_lock >= 0)
+		close(N->dns_uid_lock);
+	N->dns_uid_lock = -1;
 }
 
 int run_net_setup(struct run_egress **np, const struct run_opts *o, int *tap_fd,
@@ -375,10 +427,8 @@ int run_net_setup(struct run_egress **np, const struct run_opts *o, int *tap_fd,
 	if (!N)
 		return husk_seterr(ENOMEM, "out of memory");
 	N->o = o;
-	N->slot_fd = N->expire_fd = N->watch_fd = -1;
+	N->slot_fd = N->watch_fd = N->dns_uid_lock = -1;
 	err = setup(N, tap_fd);
-	if (!err)
-		err = dns_setup(N);
 	if (err)
 		return err;
 	memcpy(mac, N->lease.mac, 6);

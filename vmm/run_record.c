@@ -119,10 +119,18 @@ static void print_dns(FILE *f, const struct run_result *r)
 		return;
 	}
 	fprintf(f, ",\"dns\":{\"queries\":%llu,\"allowed\":%llu,\"refused\":%llu,"
-		"\"failed\":%llu,\"malformed\":%llu,\"refused_names\":[",
+		"\"failed\":%llu,\"malformed\":%llu,\"foreign\":%llu,"
+		"\"addresses_opened\":%llu,\"quota_full\":%llu,\"helper_error\":",
 		(unsigned long long)r->dns.queries, (unsigned long long)r->dns.allowed,
 		(unsigned long long)r->dns.refused, (unsigned long long)r->dns.failed,
-		(unsigned long long)r->dns.malformed);
+		(unsigned long long)r->dns.malformed, (unsigned long long)r->dns.foreign,
+		(unsigned long long)r->dns_learn.opened,
+		(unsigned long long)r->dns_learn.quota_full);
+	if (r->dns_fault[0])
+		json_string(f, r->dns_fault);
+	else
+		fputs("null", f);
+	fputs(",\"refused_names\":[", f);
 	for (i = 0; i < r->nr_dns_refused; i++) {
 		if (i)
 			fputc(',', f);

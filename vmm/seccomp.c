@@ -197,6 +197,28 @@ static const struct rule run_main_rules[] = {
 	REFUSE(unlink, EPERM),
 };
 
+/*
+ * The DNS helper process (dns_helper.c): dns_proxy.c on evloop_run_once()
+ * over the sockets the supervisor made for it, and its learn channel. No
+ * socket, connect, bind or open: it can only use the sockets it was given,
+ * in a network namespace of its own where a new one would reach nothing.
+ */
+static const struct rule dns_helper_rules[] = {
+	ALLOW(epoll_wait),	/* its loop */
+	ALLOW(recvfrom),	/* guest queries, upstream answers, acks from the supervisor */
+	ALLOW(sendto),		/* answers to the guest, our queries, learn requests */
+	ALLOW(accept4),		/* the guest's TCP connections */
+	ALLOW(epoll_ctl),	/* which come and go */
+	ALLOW(close),
+	ALLOW(read),		/* the deadline timerfd */
+	ALLOW(timerfd_settime),
+	ALLOW(getrandom),	/* query IDs */
+	ALLOW(brk),		/* malloc: TCP answer queues */
+	CHECKED(mmap, CLEAR(2, PROT_EXEC)),
+	ALLOW(mremap),		/* realloc of a large queue */
+	ALLOW(munmap),
+};
+
 struct rule_list {
 	const char *name;
 	const struct rule *r;
@@ -209,6 +231,8 @@ static const struct rule_list lists[SECCOMP_KIND__COUNT] = {
 	[SECCOMP_KIND_BOOT_MAIN] = { "boot main", boot_main_rules, ARRAY_SIZE(boot_main_rules) },
 	[SECCOMP_KIND_RUN_VM_MAIN] = { "run VM main", run_main_rules,
 				       ARRAY_SIZE(run_main_rules) },
+	[SECCOMP_KIND_DNS_HELPER] = { "DNS helper", dns_helper_rules,
+				      ARRAY_SIZE(dns_helper_rules) },
 };
 
 const char *seccomp_kind_name(enum seccomp_kind kind)

@@ -265,8 +265,66 @@ def snapshot():
     put("snapshot", "version-2", snap_file([meta], version=2))
 
 
+# ---- dns -------------------------------------------------------------------
+# u16 length L, L bytes of a guest query, then an upstream response.
+def dname(name):
+    out = b""
+    for label in name.split(".") if name else []:
+        out += bytes([len(label)]) + label.encode()
+    return out + b"\0"
+
+
+def dquery(qid, name, qtype=1, flags=0x0100, extra=b"", ar=0):
+    return struct.pack("!HHHHHH", qid, flags, 1, 0, 0, ar) + dname(name) + \
+        struct.pack("!HH", qtype, 1) + extra
+
+
+OPT = b"\0" + struct.pack("!HHLH", 41, 1232, 0x8000, 0)
+
+
+def drr(owner, rtype, ttl, rdata):
+    return owner + struct.pack("!HHLH", rtype, 1, ttl, len(rdata)) + rdata
+
+
+def dresp(qid, name, qtype, answers, rcode=0, ns=b"", nns=0):
+    hdr = struct.pack("!HHHHHH", qid, 0x8180 | rcode, 1, len(answers), nns, 0)
+    return hdr + dname(name) + struct.pack("!HH", qtype, 1) + b"".join(answers) + ns
+
+
+def dpair(query, resp):
+    return struct.pack("!H", len(query)) + query + resp
+
+
+def dns():
+    ptr = b"\xc0\x0c"
+    q = dquery(0x1111, "www.example.com")
+    a = drr(ptr, 1, 300, bytes([93, 184, 216, 34]))
+    put("dns", "a", dpair(q, dresp(0x1111, "www.example.com", 1, [a])))
+    put("dns", "edns-mixed-case", dpair(
+        dquery(0x2222, "WwW.ExAmple.COM", flags=0x0130, extra=OPT, ar=1),
+        dresp(0x9999, "www.example.com", 1, [a])))
+    # CNAME chain: www -> cdn.example.net (compressed after the first) -> A, AAAA
+    cname = drr(ptr, 5, 60, dname("cdn.example.net"))
+    cdn = b"\xc0\x2d"  # the CNAME's rdata, right after its fixed part
+    v6 = bytes([0x20, 0x01, 0x0d, 0xb8] + [0] * 11 + [1])
+    put("dns", "cname-chain", dpair(q, dresp(0x1111, "www.example.com", 1, [
+        cname, drr(cdn, 1, 5, bytes([10, 0, 0, 1])), drr(cdn, 28, 0x80000001, v6)])))
+    # A compression loop and a forward pointer.
+    put("dns", "ptr-loop", dpair(q, dresp(0x1111, "www.example.com", 1, [
+        drr(b"\xc0\x21", 1, 5, bytes(4))])))
+    put("dns", "nxdomain-soa", dpair(q, dresp(
+        0x1111, "www.example.com", 1, [], rcode=3,
+        ns=drr(b"\xc0\x10", 6, 60, dname("ns.example.com") + b"\xc0\x10" + bytes(20)),
+        nns=1)))
+    # Escaped bytes in a label, the root name, an overlong label.
+    put("dns", "escapes", dpair(dquery(3, "a\\.b.example.com").replace(b"\\", b"\xff"), b""))
+    put("dns", "root", dpair(dquery(4, "", qtype=2), dresp(4, "", 2, [])))
+    put("dns", "long-label", dpair(dquery(5, "a" * 63 + ".b"), b""))
+    put("dns", "bad-counts", dpair(struct.pack("!HHHHHH", 6, 0, 2, 1, 1, 9) + dname("x"), b""))
+
+
 def main():
-    for fn in (virtqueue, vsock, proto, tar, loader, cli, snapshot):
+    for fn in (virtqueue, vsock, proto, tar, loader, cli, snapshot, dns):
         fn()
     for t in sorted(os.listdir(CORPUS)):
         d = os.path.join(CORPUS, t)

@@ -6,10 +6,11 @@
  * everywhere, UDP sinks on port 9999, a DNS server at 203.0.113.53). It sets
  * up what husk run --net egress sets up for slot 0 - the tap husk0 with
  * 10.200.0.1/30 towards the guest 10.200.0.2, the egress filter with rules,
- * the host's own addresses denied, the DNS proxy at the gateway opening
- * the filter for the names it lets through - and then acts as the guest:
- * it writes bare Ethernet frames into the tap fd, as a VMM does, and reads
- * what comes back. A minimal TCP client fetches
+ * the host's own addresses denied, the DNS proxy at the gateway in its
+ * confined helper process (dns_helper.h), opening the filter through the
+ * supervisor's side (dns_learn.h) for the names it lets through - and then
+ * acts as the guest: it writes bare Ethernet frames into the tap fd, as a
+ * VMM does, and reads what comes back. A minimal TCP client fetches
  * pages over it.
  *
  * Checked here: allowed TCP/UDP reach the fake internet and are answered;
@@ -17,7 +18,9 @@
  * it gains while the "VM" runs), DNS past the gateway are dropped and
  * counted by reason; a name on the allowlist
  * opens its address only after it was resolved, others get NXDOMAIN; the
- * first-denied log and the host->guest counters; a flood of new flows fires
+ * first-denied log and the host->guest counters; the proxy runs in another
+ * process, not as root, under seccomp, and ignores queries from any other
+ * source than the guest; a flood of new flows fires
  * the anomaly event and cuts the VM off. What the sinks receive is checked
  * by the shell script afterwards (payloads of dropped datagrams must not be
  * there).
@@ -29,20 +32,25 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "dns_proxy.h"
+#include "dns_helper.h"
+#include "dns_learn.h"
 #include "egress.h"
-#include "evloop.h"
+#include "jail.h"
 #include "netlink.h"
 #include "netpool.h"
+#include "../proc_status.h"
 #include "tap.h"
 #include "util.h"
 
@@ -370,8 +378,9 @@ static bool is_dns_answer(const uint8_t *p, size_t n, const void *arg)
 }
 
 /*
- * Ask server for name's A record over UDP. Returns the rcode (first A
- * record in *a), or -1 when nothing came back within ms.
+ * Ask server for name's A record over UDP, the way a guest's resolver
+ * might: AD and CD set, an EDNS record with the DO bit. Returns the rcode
+ * (first A record in *a), or -1 when nothing came back within ms.
  */
 static int dns_query(const char *server, const char *name, uint16_t id, int ms,
 		     struct in_addr *a)
@@ -379,15 +388,16 @@ static int dns_query(const char *server, const char *name, uint16_t id, int ms,
 	struct dns_wait w = { .server = ip(server), .sport = 30000 + id };
 	uint8_t q[300], buf[2048];
 	const uint8_t *m;
-	size_t n = 12, off, mlen, i;
+	size_t n = 12, off, mlen, i, qend;
 	const char *l = name;
 	uint16_t an;
 	ssize_t r;
 
 	memset(q, 0, 12);
 	put16(q, id);
-	put16(q + 2, 0x0100);	/* RD */
+	put16(q + 2, 0x0130);	/* RD, AD, CD */
 	put16(q + 4, 1);
+	put16(q + 10, 1);	/* the OPT record */
 	while (*l) {
 		size_t len = strcspn(l, ".");
 
@@ -400,6 +410,10 @@ static int dns_query(const char *server, const char *name, uint16_t id, int ms,
 	put16(q + n, 1);
 	put16(q + n + 2, 1);
 	n += 4;
+	qend = n;
+	/* OPT: root owner, type 41, 1232-byte payload, DO, no options. */
+	memcpy(q + n, "\0\0\x29\x04\xd0\0\0\x80\0\0\0", 11);
+	n += 11;
 	send_udp(lease.guest, server, w.sport, 53, q, n);
 	r = receive(buf, sizeof(buf), ms, is_dns_answer, &w);
 	if (r < 0)
@@ -409,7 +423,7 @@ static int dns_query(const char *server, const char *name, uint16_t id, int ms,
 	if (get16(m) != id)
 		return -1;
 	an = get16(m + 6);
-	off = n;	/* the question is echoed as we sent it */
+	off = qend;	/* the question is echoed as we sent it */
 	a->s_addr = 0;
 	for (i = 0; i < an && off + 12 <= mlen; i++) {
 		uint16_t type, rdlen;
@@ -437,19 +451,119 @@ static int dns_query(const char *server, const char *name, uint16_t id, int ms,
 
 /* ---- the husk side ---- */
 
-static int on_dns_addrs(void *arg, const char *name, const struct dns_addr *addrs,
-			unsigned n)
+/* The supervisor's side of the DNS helper, as run_net.c has it. */
+static struct dns_helper *helper;
+static struct dns_learned learned;
+static pthread_t sup_th;
+static atomic_bool sup_stop;
+static char dns_root[] = "/tmp/husk-dns-root.XXXXXX", uid_dir[] = "/tmp/husk-dns-uid.XXXXXX";
+static int uid_lock = -1;
+
+static int learned_open(void *arg, int family, const uint8_t *addr, uint32_t ttl)
 {
-	unsigned i;
+	return egress_allow_addr_ttl(ifindex, family, addr, ttl, EGRESS_P_ANY, NULL, 0);
+}
+
+static int learned_forget(void *arg, int family, const uint8_t *addr, uint64_t now)
+{
+	return egress_expire_addr(ifindex, family, addr, now);
+}
+
+static int on_learn(void *arg, int family, const uint8_t *addr, uint32_t ttl)
+{
+	return dns_learn_add(&learned, family, addr, ttl, now_us());
+}
+
+static void on_tick(void *arg, uint64_t now)
+{
+	dns_learn_expire(&learned, now);
+}
+
+/* The supervisor's loop, as far as DNS goes: poll the helper's fd, handle it. */
+static void *supervise(void *arg)
+{
+	while (!atomic_load(&sup_stop)) {
+		struct pollfd p = { .fd = dns_helper_fd(helper), .events = POLLIN };
+
+		if (poll(&p, 1, 50) > 0)
+			dns_helper_handle(helper);
+	}
+	return NULL;
+}
+
+static int start_dns(void)
+{
+	static const char *const allow_hosts[] = { "*.allowed.test" };
+	static const struct dns_learn_ops ops = { learned_open, learned_forget, NULL };
+	struct sockaddr_in bind_sa = { .sin_family = AF_INET, .sin_port = htons(53) };
+	struct sockaddr_in up = { .sin_family = AF_INET, .sin_port = htons(53) };
+	struct sockaddr_in guest = { .sin_family = AF_INET };
+	struct dns_helper_cfg cfg = { 0 };
+	uid_t uid;
 	int err;
 
-	for (i = 0; i < n; i++) {
-		err = egress_allow_addr_ttl(ifindex, addrs[i].family, addrs[i].addr,
-					    addrs[i].ttl, EGRESS_P_ANY, NULL, 0);
-		if (err)
-			return err;
-	}
-	return 0;
+	/* An empty root and a uid from a lock directory of this test's own. */
+	if (!mkdtemp(dns_root) || chmod(dns_root, 0555) || !mkdtemp(uid_dir))
+		return husk_seterr(errno, "temporary directories: %s", strerror(errno));
+	err = jail_uid_lease_at(uid_dir, 260000, 16, &uid, &uid_lock);
+	if (err)
+		return err;
+	dns_learn_init(&learned, &ops, DNS_LEARN_QUOTA);
+	bind_sa.sin_addr = lease.host;
+	up.sin_addr = ip(RESOLVER);
+	guest.sin_addr = lease.guest;
+	cfg.allow = allow_hosts;
+	cfg.nallow = 1;
+	cfg.bind = (struct sockaddr *)&bind_sa;
+	cfg.bind_len = sizeof(bind_sa);
+	cfg.guest = (struct sockaddr *)&guest;
+	cfg.guest_len = sizeof(guest);
+	cfg.upstream = (struct sockaddr *)&up;
+	cfg.ulen = sizeof(up);
+	cfg.root = dns_root;
+	cfg.uid = cfg.gid = uid;
+	cfg.learn = on_learn;
+	cfg.tick = on_tick;
+	err = dns_helper_start(&helper, &cfg);
+	if (err)
+		return err;
+	err = pthread_create(&sup_th, NULL, supervise, NULL);
+	return err ? husk_seterr(err, "pthread_create: %s", strerror(err)) : 0;
+}
+
+/* Where the proxy runs: not here, not as root, no capabilities, seccomp. */
+static void check_helper(void)
+{
+	pid_t pid = dns_helper_pid(helper);
+	char uid[64], caps[64], nnp[16], sec[16];
+
+	proc_status_field(pid, "Uid", uid, sizeof(uid));
+	proc_status_field(pid, "CapEff", caps, sizeof(caps));
+	proc_status_field(pid, "NoNewPrivs", nnp, sizeof(nnp));
+	proc_status_field(pid, "Seccomp", sec, sizeof(sec));
+	check(pid > 0 && pid != getpid() && uid[0] && strncmp(uid, "0\t", 2) &&
+	      !strcmp(caps, "0000000000000000") && !strcmp(nnp, "1") && !strcmp(sec, "2"),
+	      "the DNS proxy runs in process %d (not this one %d): uid %s, CapEff %s, "
+	      "NoNewPrivs %s, Seccomp %s", (int)pid, (int)getpid(), uid, caps, nnp, sec);
+}
+
+/* A query from the host itself (another source than the guest): no answer. */
+static void foreign_query(void)
+{
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(53) };
+	struct timeval tv = { 0, 500000 };
+	uint8_t q[64] = { 0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0 }, r[512];
+	size_t n = 12;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	memcpy(q + n, "\3www\7allowed\4test\0\0\1\0\1", 23);
+	n += 23;
+	to.sin_addr = lease.host;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	sendto(fd, q, n, 0, (struct sockaddr *)&to, sizeof(to));
+	check(recv(fd, r, sizeof(r), 0) < 0,
+	      "a query to the proxy from the host itself gets no answer");
+	close(fd);
 }
 
 static void on_event(const struct egress_event *ev, void *opaque)
@@ -458,13 +572,10 @@ static void on_event(const struct egress_event *ev, void *opaque)
 	last_event = *ev;
 }
 
-static int setup(struct evloop *el, struct dns_proxy **proxy)
+static int setup(void)
 {
-	static const char *const allow_hosts[] = { "*.allowed.test" };
 	struct egress_port_range ports[] = { { 8080, 8080 }, { 9999, 9999 } };
 	struct egress_port_range sink[] = { { 9999, 9999 } };
-	struct sockaddr_in bind_sa = { .sin_family = AF_INET, .sin_port = htons(53) };
-	struct sockaddr_in up = { .sin_family = AF_INET, .sin_port = htons(53) };
 	struct egress_policy pol = { 0 };
 	struct netpool pool;
 	char name[IFNAMSIZ];
@@ -512,16 +623,7 @@ static int setup(struct evloop *el, struct dns_proxy **proxy)
 	if (watch_fd < 0)
 		return watch_fd;
 
-	bind_sa.sin_addr = lease.host;
-	up.sin_addr = ip(RESOLVER);
-	err = evloop_init(el);
-	if (err)
-		return err;
-	*proxy = dns_proxy_new(el, (struct sockaddr *)&bind_sa, sizeof(bind_sa), allow_hosts,
-			       1, (struct sockaddr *)&up, sizeof(up), on_dns_addrs, NULL);
-	if (!*proxy)
-		return -1;
-	return evloop_start(el);
+	return start_dns();
 }
 
 /* Counters before and after one action: which drop reason moved. */
@@ -701,10 +803,34 @@ static void traffic(void)
 	       (unsigned long long)c1.in_bytes, (unsigned long long)c1.dropped);
 }
 
+/* Stop the helper; its report must show what the guest did. */
+static void stop_dns(void)
+{
+	static struct dns_helper_report rep;
+	unsigned i;
+	bool evil = false;
+
+	atomic_store(&sup_stop, true);
+	pthread_join(sup_th, NULL);
+	dns_helper_stop(helper, &rep);
+	helper = NULL;
+	for (i = 0; i < rep.nrefused; i++)
+		evil |= !strcmp(rep.refused[i], "evil.test");
+	check(rep.st.queries >= 2 && rep.st.allowed >= 1 && rep.st.foreign >= 1 && evil &&
+	      rep.granted >= 1 && !rep.fault[0] && learned.st.opened >= 1,
+	      "DNS report: %llu queries, %llu allowed, %llu foreign, evil.test refused, "
+	      "%llu addresses granted, %llu opened, no fault (%s)",
+	      (unsigned long long)rep.st.queries, (unsigned long long)rep.st.allowed,
+	      (unsigned long long)rep.st.foreign, (unsigned long long)rep.granted,
+	      (unsigned long long)learned.st.opened, rep.fault[0] ? rep.fault : "none");
+	if (uid_lock >= 0)
+		close(uid_lock);
+	rm_tree_at(AT_FDCWD, uid_dir);
+	rmdir(dns_root);
+}
+
 int main(void)
 {
-	struct evloop el = { 0 };
-	struct dns_proxy *proxy = NULL;
 	int err;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -712,17 +838,18 @@ int main(void)
 		printf("SKIP: needs root\n");
 		return 77;
 	}
-	err = setup(&el, &proxy);
+	err = setup();
 	if (err) {
 		printf("FAIL: setup: %s\n", husk_lasterr());
 		return 1;
 	}
+	check_helper();
 	arp_gateway();
-	if (!failed)
+	if (!failed) {
+		foreign_query();
 		traffic();
-	evloop_stop(&el);
-	dns_proxy_free(proxy);
-	evloop_free(&el);
+	}
+	stop_dns();
 	egress_detach(ifindex);
 	close(tap_fd);
 	egress_close();

@@ -7,7 +7,9 @@ that log what arrives, and a tiny authoritative DNS server.
     fake-internet.py WORKDIR DNS_ADDR SINK_ADDR...
 
 Logs (one line each, flushed): WORKDIR/sink.log "DST SRC PAYLOAD",
-WORKDIR/dns.log "NAME TYPE". WORKDIR/ready appears when all listen.
+WORKDIR/dns.log "NAME TYPE", WORKDIR/dns-hdr.log "NAME FLAGS QD AN NS AR
+LENGTH ID" (flags in hex: what the query looked like on the wire).
+WORKDIR/ready appears when all listen.
 Zone: www.allowed.test A 203.0.113.20 (TTL 60), evil.test A 198.51.100.20;
 other names NXDOMAIN.
 """
@@ -74,12 +76,14 @@ def dns(s, path):
     while True:
         q, src = s.recvfrom(512)
         try:
-            qid, flags, qd = struct.unpack("!HHH", q[:6])
+            qid, flags, qd, an, ns, ar = struct.unpack("!HHHHHH", q[:12])
             name, end = read_name(q, 12)
             qtype, qclass = struct.unpack("!HH", q[end:end + 4])
         except (ValueError, struct.error, IndexError):
             continue
         log(path, "%s %d" % (name, qtype))
+        log(path.replace("dns.log", "dns-hdr.log"), "%s %04x %d %d %d %d %d %d" %
+            (name, flags, qd, an, ns, ar, len(q), qid))
         question = q[12:end + 4]
         rd = flags & 0x0100
         if name in ZONE and qtype == 1:

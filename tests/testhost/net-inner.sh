@@ -124,6 +124,47 @@ else bad "resolved address denied or missing"; show $W/out; fi
 has "upstream saw the allowed name" $W/dns.log "^web.test "
 if grep -q exfil $W/dns.log; then bad "the refused name reached upstream"; show $W/dns.log
 else ok "the refused name never reached upstream"; fi
+has "no fault of the DNS helper" $W/out '"helper_error":null'
+has "the supervisor opened the address" $W/out '"addresses_opened":[1-9]'
+# The proxy runs in a helper process of its own while the job runs: a child
+# of husk, not root, no capabilities, no_new_privs, seccomp, in the VM's
+# cgroup; and it is gone with the run.
+"$HUSK" run --net egress --allow-host web.test \
+	-- sh -c "busybox nslookup web.test >/dev/null; sleep 6" >$W/out2 2>$W/err2 </dev/null &
+hk=$!
+hp= i=0
+while [ -z "$hp" ] && [ $i -lt 50 ]; do
+	for c in /proc/[0-9]*/comm; do
+		[ "$(cat $c 2>/dev/null)" = husk-dns ] && { hp=${c#/proc/}; hp=${hp%/comm}; }
+	done
+	[ -n "$hp" ] || sleep 0.2
+	i=$((i + 1))
+done
+if [ -n "$hp" ]; then
+	sleep 1
+	st=/proc/$hp/status
+	f() { awk -v k="$1:" '$1 == k { print $2 }' $st; }
+	echo "    | DNS helper $hp: PPid $(f PPid) Uid $(f Uid) CapEff $(f CapEff) NoNewPrivs $(f NoNewPrivs) Seccomp $(f Seccomp)"
+	if [ "$(f PPid)" = $hk ] && [ "$hp" != $hk ]; then ok "the DNS proxy is a child of husk ($hp), not husk ($hk)"
+	else bad "DNS helper $hp: parent $(f PPid), husk is $hk"; fi
+	u=$(f Uid)
+	if [ -n "$u" ] && [ "$u" != 0 ]; then ok "the DNS helper runs as uid $u"
+	else bad "the DNS helper runs as uid '$u'"; fi
+	if [ "$(f CapEff)" = 0000000000000000 ] && [ "$(f NoNewPrivs)" = 1 ] && [ "$(f Seccomp)" = 2 ]
+	then ok "the DNS helper has no capabilities, no_new_privs and seccomp"
+	else bad "the DNS helper is not confined"; show $st; fi
+	if grep -q 'husk/vm-' /proc/$hp/cgroup; then ok "the DNS helper is in the VM's cgroup"
+	else bad "the DNS helper is outside the VM's cgroup"; show /proc/$hp/cgroup; fi
+else
+	bad "no husk-dns process while a job with --allow-host ran"
+fi
+wait $hk
+st=$?
+if [ $st = 0 ]; then ok "the job with the helper checked ran (exit 0)"
+else bad "the job with the helper checked: exit $st"; show $W/out2 $W/err2; fi
+if [ -n "$hp" ] && [ "$(cat /proc/$hp/comm 2>/dev/null)" = husk-dns ]; then
+	bad "the DNS helper $hp outlived its run"
+else ok "the DNS helper is gone with its run"; fi
 seen=$(wc -l <$W/dns.log)
 run "without --allow-host every name is refused" 0 --net egress --json \
 	-- sh -c "busybox nslookup web.test; true"

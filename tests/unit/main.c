@@ -20,7 +20,7 @@ static Suite *(*const suites[])(void) = {
 	cpu_suite, console_suite, json_suite,
 	virtqueue_suite, virtio_mmio_suite, vsock_suite, proto_suite, tar_suite,
 	netpool_suite, virtio_net_suite, deny_file_suite,
-	dns_suite, dns_proxy_suite,
+	dns_suite, dns_proxy_suite, dns_learn_suite, dns_helper_suite,
 	seccomp_suite,
 	cgroup_suite, jail_suite,
 	run_record_suite, util_suite, snapshot_suite, template_suite,

@@ -36,6 +36,8 @@ Suite *proto_suite(void);
 Suite *tar_suite(void);
 Suite *dns_suite(void);
 Suite *dns_proxy_suite(void);
+Suite *dns_learn_suite(void);
+Suite *dns_helper_suite(void);
 Suite *seccomp_suite(void);
 Suite *cgroup_suite(void);
 Suite *jail_suite(void);

@@ -4,7 +4,10 @@
  * compression loops and bad pointers, trailing bytes, escaped bytes),
  * allowlist matching and pattern checks, NXDOMAIN/SERVFAIL building, and
  * answer parsing (A/AAAA with compression, TTL floor and cap, CNAME chains,
- * unrelated records ignored, bogus rdlength, ID and question mismatches).
+ * unrelated records ignored, bogus rdlength, ID and question mismatches),
+ * and what the proxy sends upstream instead of the guest's bytes: names
+ * back to wire form, the minimal query, the guest's question restored in
+ * the answer.
  */
 #include <errno.h>
 #include <string.h>
@@ -620,6 +623,117 @@ START_TEST(answer_many)
 }
 END_TEST
 
+/* ---- the query the proxy sends upstream, and the guest's answer ---- */
+
+START_TEST(name_to_wire)
+{
+	uint8_t w[300];
+	char text[DNS_NAME_TEXT_MAX];
+	size_t off = 0;
+	int n;
+
+	n = dns_name_to_wire("www.example.com", w, sizeof(w));
+	ck_assert_int_eq(n, 17);
+	ck_assert_mem_eq(w, "\3www\7example\3com\0", 17);
+	ck_assert_int_eq(dns_name_to_wire("", w, sizeof(w)), 1);
+	ck_assert_uint_eq(w[0], 0);
+	/* Escapes come back as the bytes they stand for, and round-trip. */
+	n = dns_name_to_wire("a\\046b.\\255\\092.x", w, sizeof(w));
+	ck_assert_int_eq(n, 10);
+	ck_assert_mem_eq(w, "\3a.b\2\xff\\\1x\0", 10);
+	ck_assert_int_eq(dns_read_name(w, n, &off, text, sizeof(text)), 0);
+	ck_assert_str_eq(text, "a\\046b.\\255\\092.x");
+	/* Not our form: empty labels, a trailing dot, bad escapes, too long. */
+	ck_assert_int_eq(dns_name_to_wire("a..b", w, sizeof(w)), -EINVAL);
+	ck_assert_int_eq(dns_name_to_wire(".a", w, sizeof(w)), -EINVAL);
+	ck_assert_int_eq(dns_name_to_wire("a.", w, sizeof(w)), -EINVAL);
+	ck_assert_int_eq(dns_name_to_wire("a\\25", w, sizeof(w)), -EINVAL);
+	ck_assert_int_eq(dns_name_to_wire("a\\256", w, sizeof(w)), -EINVAL);
+	memset(text, 'a', 64);
+	text[64] = '\0';
+	ck_assert_int_eq(dns_name_to_wire(text, w, sizeof(w)), -EINVAL);
+	text[63] = '\0';
+	ck_assert_int_eq(dns_name_to_wire(text, w, sizeof(w)), 65);
+	ck_assert_int_eq(dns_name_to_wire(text, w, 10), -ENOSPC);
+	for (n = 0; n < 4 * 64; n += 64) {
+		memset(text + n, 'b', 63);
+		text[n + 63] = '.';
+	}
+	text[4 * 64 - 1] = '\0';	/* four 63-byte labels: 257 bytes on the wire */
+	ck_assert_int_eq(dns_name_to_wire(text, w, sizeof(w)), -EINVAL);
+}
+END_TEST
+
+START_TEST(build_minimal_query)
+{
+	struct dns_query q2;
+	uint8_t out[600];
+	int n;
+
+	/* The guest's: odd flags, mixed case, EDNS and a second additional record. */
+	m_hdr(&m, 0x4242, DNS_FLAG_RD | DNS_FLAG_TC | 0x0040 | 0x0020 | 0x0010, 1, 0, 0, 2);
+	m_q(&m, "WwW.ExAmple.COM", DNS_TYPE_AAAA);
+	m_u8(&m, 0);
+	m_u16(&m, DNS_TYPE_OPT);
+	m_u16(&m, 4096);
+	m_u32(&m, 0x8000);	/* DO */
+	m_u16(&m, 4);
+	m_u32(&m, 0x000a0000);	/* an (empty) cookie option */
+	m_name(&m, "x");
+	m_rr(&m, 16, 0, 1);	/* TXT */
+	m_u8(&m, 0);
+	ck_assert_int_eq(parse(), 0);
+	n = dns_build_query(&q, 0x9999, out, sizeof(out));
+	ck_assert_int_eq(n, 12 + 17 + 4);
+	ck_assert_mem_eq(out, "\x99\x99\x01\x00\0\1\0\0\0\0\0\0", 12);
+	ck_assert_mem_eq(out + 12, "\3www\7example\3com\0\0\x1c\0\1", 21);
+	ck_assert_int_eq(dns_parse_query(out, n, &q2), 0);
+	ck_assert_str_eq(q2.name, q.name);
+	ck_assert_int_eq(dns_build_query(&q, 1, out, 20), -ENOSPC);
+}
+END_TEST
+
+START_TEST(restore_question)
+{
+	uint8_t guest[600], resp[600];
+	size_t glen, rlen;
+	struct dns_query gq;
+	int n;
+
+	/* The guest asked with 0x20 case and RD clear. */
+	m_hdr(&m, 0x7777, 0, 1, 0, 0, 0);
+	m_q(&m, "WwW.ExAmple.COM", DNS_TYPE_A);
+	ck_assert_int_eq(parse(), 0);
+	gq = q;
+	memcpy(guest, m.b, m.n);
+	glen = m.n;
+	/* Upstream answered our lower-case question, pointing into it. */
+	m_hdr(&m, 0x9999, DNS_FLAG_QR | DNS_FLAG_RD | DNS_FLAG_RA, 1, 1, 0, 0);
+	m_q(&m, "www.example.com", DNS_TYPE_A);
+	m_ptr(&m, 12);
+	m_rr(&m, DNS_TYPE_A, 60, 4);
+	m_a(&m, 192, 0, 2, 7);
+	q = gq;
+	ck_assert_int_eq(dns_parse_response(m.b, m.n, 0x9999, &q, 30, 86400, &ans), 0);
+	memcpy(resp, m.b, m.n);
+	rlen = m.n;
+	ck_assert_int_eq(dns_restore_question(resp, rlen, guest, &gq), 0);
+	ck_assert_uint_eq(resp[0] << 8 | resp[1], 0x7777);
+	ck_assert_uint_eq((resp[2] << 8 | resp[3]) & DNS_FLAG_RD, 0);
+	ck_assert_uint_ne((resp[2] << 8 | resp[3]) & DNS_FLAG_QR, 0);
+	ck_assert_mem_eq(resp + 12, guest + 12, glen - 12);
+	/* Still a well-formed answer to the guest's own query. */
+	n = dns_parse_response(resp, rlen, 0x7777, &gq, 30, 86400, &ans);
+	ck_assert_int_eq(n, 0);
+	ck_assert_uint_eq(ans.naddr, 1);
+	/* Another question (or a truncated message) is refused. */
+	m_hdr(&m, 0x9999, DNS_FLAG_QR, 1, 0, 0, 0);
+	m_q(&m, "www.example.org", DNS_TYPE_A);
+	ck_assert_int_eq(dns_restore_question(m.b, m.n, guest, &gq), -EBADMSG);
+	ck_assert_int_eq(dns_restore_question(resp, 20, guest, &gq), -EBADMSG);
+}
+END_TEST
+
 Suite *dns_suite(void)
 {
 	Suite *s = suite_create("dns");
@@ -651,6 +765,9 @@ Suite *dns_suite(void)
 	tcase_add_test(ta, answer_bogus);
 	tcase_add_test(ta, answer_nxdomain_authority);
 	tcase_add_test(ta, answer_many);
+	tcase_add_test(ta, name_to_wire);
+	tcase_add_test(ta, build_minimal_query);
+	tcase_add_test(ta, restore_question);
 	suite_add_tcase(s, ta);
 	return s;
 }

@@ -1,11 +1,17 @@
 /*
  * Tests of dns_proxy over loopback (no root): an evloop runs the proxy on
- * 127.0.0.1 with an ephemeral port, a fake resolver thread answers on
- * another one. Checked: an allowed name is answered only after the address
- * callback saw its addresses (TTL floored), an unlisted name gets NXDOMAIN
- * without reaching upstream, upstream silence becomes SERVFAIL, spoofed
- * answers (wrong ID, wrong source port) are ignored, malformed answers and
- * a failing callback become SERVFAIL, malformed queries get FORMERR or
+ * 127.0.0.1 with an ephemeral port for the guest 127.0.0.1, a fake resolver
+ * thread answers on another one. Checked: an allowed name is answered only
+ * after the learn function saw its addresses (TTL floored), and when
+ * learning is asynchronous, only once every address was confirmed (a
+ * refusal or silence becomes SERVFAIL; at most DNS_PROXY_LEARN_WINDOW
+ * requests are outstanding); an unlisted name gets NXDOMAIN without
+ * reaching upstream; queries and connections from another source address
+ * (127.0.0.2) are dropped unread; upstream sees only the minimal query the
+ * proxy builds (fresh ID, RD, one question, no EDNS or other records) and
+ * the guest gets its own ID and question back; upstream silence becomes
+ * SERVFAIL, spoofed answers (wrong ID, wrong source port) are ignored,
+ * malformed answers become SERVFAIL, malformed queries get FORMERR or
  * nothing, TCP works with pipelined queries and drops abusive lengths, and
  * resolv.conf parsing.
  */
@@ -18,6 +24,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -26,7 +34,8 @@
 #include "suites.h"
 #include "util.h"
 
-enum up_mode { UP_NORMAL, UP_SILENT, UP_SPOOF, UP_BAD };
+enum up_mode { UP_NORMAL, UP_SILENT, UP_SPOOF, UP_BAD, UP_MANY };
+#define MANY 40			/* A records in an UP_MANY answer */
 
 /* The fake upstream resolver. */
 static struct {
@@ -36,15 +45,25 @@ static struct {
 	atomic_int queries;
 	atomic_bool stop;
 	pthread_t th;
+	pthread_mutex_t lock;
+	uint8_t last[1024];		/* the last query as it arrived */
+	size_t last_len;
 } up;
 
-/* What the address callback saw. */
+/*
+ * What the learn function saw. ret: what it returns (1 done, 0 pending,
+ * < 0 refused); pending tags are confirmed by writing ack_fd, on the loop.
+ */
 static struct {
 	atomic_int calls;
 	int ret;
 	unsigned n;
-	struct dns_addr addr[DNS_ADDR_MAX];
+	struct dns_addr addr[MANY];
 	char name[DNS_NAME_TEXT_MAX];
+	pthread_mutex_t lock;
+	uint32_t tags[MANY];
+	unsigned ntags;
+	int ack_fd, ack_status;
 } seen;
 
 static struct evloop el;
@@ -53,9 +72,10 @@ static struct sockaddr_in proxy_addr;
 
 /* An A answer for query msg (its question up to qend), one address. */
 static size_t make_answer(const uint8_t *qmsg, size_t qend, uint16_t id, const uint8_t ip[4],
-			  bool bad, uint8_t *out)
+			  bool bad, unsigned count, uint8_t *out)
 {
 	size_t n = qend;
+	unsigned i;
 
 	memcpy(out, qmsg, qend);
 	out[0] = id >> 8;
@@ -63,22 +83,25 @@ static size_t make_answer(const uint8_t *qmsg, size_t qend, uint16_t id, const u
 	out[2] = 0x81;		/* QR, RD */
 	out[3] = 0x80;		/* RA */
 	out[6] = 0;
-	out[7] = 1;		/* one answer */
+	out[7] = count;
 	out[10] = out[11] = 0;
-	memcpy(out + n, "\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x05\x00", 11);	/* TTL 5 */
-	n += 11;
-	out[n++] = bad ? 5 : 4;
-	memcpy(out + n, ip, 4);
-	n += 4;
-	if (bad)
-		out[n++] = 0;
+	for (i = 0; i < count; i++) {
+		memcpy(out + n, "\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x05\x00", 11);
+		n += 11;	/* TTL 5 */
+		out[n++] = bad ? 5 : 4;
+		memcpy(out + n, ip, 4);
+		out[n + 3] += i;
+		n += 4;
+		if (bad)
+			out[n++] = 0;
+	}
 	return n;
 }
 
 static void *up_thread(void *arg)
 {
 	static const uint8_t good[4] = { 10, 0, 0, 1 }, evil[4] = { 6, 6, 6, 6 };
-	uint8_t buf[1024], out[1200];
+	uint8_t buf[1024], out[2048];
 
 	while (!atomic_load(&up.stop)) {
 		struct pollfd pfd = { .fd = up.fd, .events = POLLIN };
@@ -93,31 +116,75 @@ static void *up_thread(void *arg)
 		n = recvfrom(up.fd, buf, sizeof(buf), 0, (struct sockaddr *)&from, &flen);
 		if (n <= 0)
 			continue;
+		pthread_mutex_lock(&up.lock);
+		memcpy(up.last, buf, n);
+		up.last_len = n;
+		pthread_mutex_unlock(&up.lock);
 		atomic_fetch_add(&up.queries, 1);
 		if (up.mode == UP_SILENT || dns_parse_query(buf, n, &q))
 			continue;
 		if (up.mode == UP_SPOOF) {
 			/* Right ID from the wrong port, then wrong ID from the right one. */
-			k = make_answer(buf, q.qend, q.id, evil, false, out);
+			k = make_answer(buf, q.qend, q.id, evil, false, 1, out);
 			sendto(up.alt_fd, out, k, 0, (struct sockaddr *)&from, flen);
-			k = make_answer(buf, q.qend, q.id ^ 0x5a5a, evil, false, out);
+			k = make_answer(buf, q.qend, q.id ^ 0x5a5a, evil, false, 1, out);
 			sendto(up.fd, out, k, 0, (struct sockaddr *)&from, flen);
 			usleep(20000);
 		}
-		k = make_answer(buf, q.qend, q.id, good, up.mode == UP_BAD, out);
+		k = make_answer(buf, q.qend, q.id, good, up.mode == UP_BAD,
+				up.mode == UP_MANY ? MANY : 1, out);
 		sendto(up.fd, out, k, 0, (struct sockaddr *)&from, flen);
 	}
 	return NULL;
 }
 
-static int addr_cb(void *arg, const char *name, const struct dns_addr *a, unsigned n)
+static int learn_cb(void *arg, uint32_t tag, const char *name, const struct dns_addr *a)
 {
 	ck_assert_ptr_eq(arg, &seen);
-	seen.n = n;
-	memcpy(seen.addr, a, n * sizeof(*a));
+	pthread_mutex_lock(&seen.lock);
+	if (seen.n < MANY)
+		seen.addr[seen.n++] = *a;
 	snprintf(seen.name, sizeof(seen.name), "%s", name);
+	if (!seen.ret && seen.ntags < MANY)
+		seen.tags[seen.ntags++] = tag;
+	pthread_mutex_unlock(&seen.lock);
 	atomic_fetch_add(&seen.calls, 1);
 	return seen.ret;
+}
+
+/* On the loop thread: confirm every pending tag with seen.ack_status. */
+static void ack_cb(void *arg, uint32_t events)
+{
+	uint32_t tags[MANY];
+	unsigned i, n;
+	uint64_t v;
+
+	ck_assert_int_eq(read(seen.ack_fd, &v, sizeof(v)), sizeof(v));
+	pthread_mutex_lock(&seen.lock);
+	n = seen.ntags;
+	memcpy(tags, seen.tags, n * sizeof(tags[0]));
+	seen.ntags = 0;
+	pthread_mutex_unlock(&seen.lock);
+	for (i = 0; i < n; i++)
+		dns_proxy_learned(arg, tags[i], seen.ack_status);
+}
+
+static void ack_all(int status)
+{
+	uint64_t one = 1;
+
+	seen.ack_status = status;
+	ck_assert_int_eq(write(seen.ack_fd, &one, sizeof(one)), sizeof(one));
+}
+
+static unsigned ntags(void)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&seen.lock);
+	n = seen.ntags;
+	pthread_mutex_unlock(&seen.lock);
+	return n;
 }
 
 static int udp_bound(struct sockaddr_in *sin)
@@ -134,14 +201,36 @@ static int udp_bound(struct sockaddr_in *sin)
 	return fd;
 }
 
+static const char *const allow[] = { "*.example.com", "pypi.org." };
+static const struct sockaddr_in lo = { .sin_family = AF_INET,
+				       .sin_addr = { .s_addr = 0x0100007f } };
+
+static struct dns_proxy *make_proxy(const char *const *list, unsigned n)
+{
+	struct dns_proxy_cfg cfg = {
+		.allow = list, .nallow = n,
+		.guest = (const struct sockaddr *)&lo, .guest_len = sizeof(lo),
+		.upstream = (const struct sockaddr *)&up.addr, .ulen = sizeof(up.addr),
+		.learn = learn_cb, .arg = &seen,
+	};
+	struct dns_proxy_socks socks;
+
+	ck_assert_msg(dns_proxy_open_socks(&socks, (const struct sockaddr *)&lo, sizeof(lo),
+					   (const struct sockaddr *)&up.addr,
+					   sizeof(up.addr)) == 0, "%s", husk_lasterr());
+	return dns_proxy_new(&el, &socks, &cfg);
+}
+
 static void setup(void)
 {
-	static const char *const allow[] = { "*.example.com", "pypi.org." };
-	struct sockaddr_in any = { .sin_family = AF_INET };
 	struct sockaddr_in alt;
 
 	memset(&seen, 0, sizeof(seen));
+	seen.ret = 1;
+	pthread_mutex_init(&seen.lock, NULL);
+	pthread_mutex_init(&up.lock, NULL);
 	up.mode = UP_NORMAL;
+	up.last_len = 0;
 	atomic_store(&up.queries, 0);
 	atomic_store(&up.stop, false);
 	up.fd = udp_bound(&up.addr);
@@ -149,20 +238,23 @@ static void setup(void)
 	ck_assert_int_eq(pthread_create(&up.th, NULL, up_thread, NULL), 0);
 
 	ck_assert_int_eq(evloop_init(&el), 0);
-	any.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	proxy = dns_proxy_new(&el, (struct sockaddr *)&any, sizeof(any), allow, 2,
-			      (struct sockaddr *)&up.addr, sizeof(up.addr), addr_cb, &seen);
+	proxy = make_proxy(allow, 2);
 	ck_assert_msg(proxy != NULL, "%s", husk_lasterr());
 	dns_proxy_set_timeouts(proxy, 300, 500);
-	proxy_addr = any;
+	proxy_addr = lo;
 	proxy_addr.sin_port = htons(dns_proxy_port(proxy));
 	ck_assert_uint_ne(dns_proxy_port(proxy), 0);
+	seen.ack_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	ck_assert_int_ge(seen.ack_fd, 0);
+	ck_assert_int_eq(evloop_add(&el, seen.ack_fd, EPOLLIN, ack_cb, proxy), 0);
 	ck_assert_int_eq(evloop_start(&el), 0);
 }
 
 static void teardown(void)
 {
 	evloop_stop(&el);
+	evloop_del(&el, seen.ack_fd);
+	close(seen.ack_fd);
 	dns_proxy_free(proxy);
 	evloop_free(&el);
 	atomic_store(&up.stop, true);
@@ -194,15 +286,26 @@ static size_t make_query(uint8_t *b, uint16_t id, const char *name)
 	return n + 5;
 }
 
-static int client(int type, int timeout_ms)
+/* A client socket from src (NULL: the guest, 127.0.0.1) to the proxy. */
+static int client_from(int type, int timeout_ms, const char *src)
 {
 	struct timeval tv = { timeout_ms / 1000, timeout_ms % 1000 * 1000 };
+	struct sockaddr_in from = { .sin_family = AF_INET };
 	int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
 
 	ck_assert_int_ge(fd, 0);
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (src) {
+		ck_assert_int_eq(inet_pton(AF_INET, src, &from.sin_addr), 1);
+		ck_assert_int_eq(bind(fd, (struct sockaddr *)&from, sizeof(from)), 0);
+	}
 	ck_assert_int_eq(connect(fd, (struct sockaddr *)&proxy_addr, sizeof(proxy_addr)), 0);
 	return fd;
+}
+
+static int client(int type, int timeout_ms)
+{
+	return client_from(type, timeout_ms, NULL);
 }
 
 /* Send raw bytes over UDP; the answer's length, or -1 on timeout. */
@@ -452,14 +555,189 @@ END_TEST
 
 START_TEST(bad_allowlist)
 {
-	static const char *const allow[] = { "ok.com", "bad name" };
-	struct sockaddr_in any = { .sin_family = AF_INET };
+	static const char *const bad[] = { "ok.com", "bad name" };
 
-	any.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ck_assert_ptr_null(dns_proxy_new(&el, (struct sockaddr *)&any, sizeof(any), allow, 2,
-					 (struct sockaddr *)&up.addr, sizeof(up.addr),
-					 addr_cb, &seen));
+	ck_assert_ptr_null(make_proxy(bad, 2));
 	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "bad name"));
+}
+END_TEST
+
+/* ---- only the guest, and only our own query upstream ---- */
+
+START_TEST(foreign_source)
+{
+	struct dns_proxy_stats st;
+	uint8_t q[512], r[4096];
+	size_t n = make_query(q, 0x3131, "www.example.com");
+	int fd;
+
+	/* Another host address (here 127.0.0.2): never answered, never forwarded. */
+	fd = client_from(SOCK_DGRAM, 300, "127.0.0.2");
+	ck_assert_int_eq(send(fd, q, n, 0), (ssize_t)n);
+	ck_assert_int_lt(recv(fd, r, sizeof(r), 0), 0);
+	close(fd);
+	/* Its TCP connection is accepted and closed at once, unread. */
+	fd = client_from(SOCK_STREAM, 2000, "127.0.0.2");
+	ck_assert_int_le(recv(fd, r, sizeof(r), 0), 0);
+	close(fd);
+	ck_assert_int_eq(atomic_load(&up.queries), 0);
+	ck_assert_int_eq(atomic_load(&seen.calls), 0);
+	dns_proxy_get_stats(proxy, &st);
+	ck_assert_uint_eq(st.foreign, 2);
+	ck_assert_uint_eq(st.queries + st.malformed, 0);
+	/* The guest itself still is. */
+	ck_assert_int_gt(udp_query("www.example.com", 5, r), 0);
+	ck_assert_uint_eq(rcode(r), 0);
+}
+END_TEST
+
+START_TEST(minimal_query_upstream)
+{
+	uint8_t q[512], r[4096], want[64], got[1024];
+	size_t n = DNS_HDR_LEN, wlen, glen;
+	ssize_t k;
+
+	/* ID 0xabcd, flags: RD clear, AD, CD and the Z bit set. */
+	memcpy(q, "\xab\xcd\x00\x70\x00\x01\x00\x00\x00\x00\x00\x02", 12);
+	memcpy(q + n, "\3WwW\7ExAmPlE\3cOm\0\0\1\0\1", 21);
+	n += 21;
+	/* EDNS with a DO bit and an option, then a stray TXT record. */
+	memcpy(q + n, "\0\0\x29\x10\0\0\0\x80\0\0\4\0\x0a\0\0", 15);
+	n += 15;
+	memcpy(q + n, "\1x\0\0\x10\0\1\0\0\0\0\0\2\1z", 15);
+	n += 15;
+	k = udp_raw(q, n, r, 3000);
+	ck_assert_int_gt(k, 12 + 21);
+	pthread_mutex_lock(&up.lock);
+	glen = up.last_len;
+	memcpy(got, up.last, glen);
+	pthread_mutex_unlock(&up.lock);
+	/* Upstream: our ID, RD only, one question in lower case, nothing else. */
+	memcpy(want, "\0\0\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00", 12);
+	memcpy(want + 12, "\3www\7example\3com\0\0\1\0\1", 21);
+	wlen = 33;
+	ck_assert_uint_eq(glen, wlen);
+	ck_assert_mem_eq(got + 2, want + 2, wlen - 2);
+	ck_assert_uint_ne(get16(got), 0xabcd);	/* a fresh ID (1 in 65536 to fail) */
+	/* The guest: its ID, its question as it spelled it, its RD (clear). */
+	ck_assert_uint_eq(get16(r), 0xabcd);
+	ck_assert_uint_eq(r[2] & 0x81, 0x80);
+	ck_assert_uint_eq(rcode(r), 0);
+	ck_assert_mem_eq(r + 4, "\0\1\0\1", 4);
+	ck_assert_mem_eq(r + 12, q + 12, 21);
+	ck_assert_mem_eq(r + k - 4, "\x0a\x00\x00\x01", 4);
+}
+END_TEST
+
+/* ---- answers held until the filter confirmed their addresses ---- */
+
+static ssize_t recv_within(int fd, uint8_t *r, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	if (poll(&p, 1, ms) <= 0)
+		return -1;
+	return recv(fd, r, 4096, 0);
+}
+
+START_TEST(held_until_confirmed)
+{
+	struct dns_proxy_stats st;
+	uint8_t q[512], r[4096];
+	size_t n = make_query(q, 0x5151, "www.example.com");
+	int fd = client(SOCK_DGRAM, 3000);
+
+	dns_proxy_set_timeouts(proxy, 2000, 500);
+	seen.ret = 0;		/* pending: confirmed by ack_all() */
+	ck_assert_int_eq(send(fd, q, n, 0), (ssize_t)n);
+	/* Upstream answered and the proxy asked; the guest still has nothing. */
+	ck_assert_int_lt(recv_within(fd, r, 300), 0);
+	ck_assert_int_eq(atomic_load(&seen.calls), 1);
+	ck_assert_uint_eq(ntags(), 1);
+	ack_all(0);
+	ck_assert_int_gt(recv_within(fd, r, 2000), DNS_HDR_LEN);
+	ck_assert_uint_eq(get16(r), 0x5151);
+	ck_assert_uint_eq(rcode(r), 0);
+	/* Refused: SERVFAIL, counted as withheld. */
+	n = make_query(q, 0x5252, "www.example.com");
+	ck_assert_int_eq(send(fd, q, n, 0), (ssize_t)n);
+	while (!ntags())
+		usleep(1000);
+	ack_all(-EDQUOT);
+	ck_assert_int_gt(recv_within(fd, r, 2000), DNS_HDR_LEN);
+	ck_assert_uint_eq(get16(r), 0x5252);
+	ck_assert_uint_eq(rcode(r), DNS_RCODE_SERVFAIL);
+	ck_assert_uint_eq(get16(r + 6), 0);
+	dns_proxy_get_stats(proxy, &st);
+	ck_assert_uint_eq(st.withheld, 1);
+	ck_assert_uint_eq(st.failed, 1);
+	close(fd);
+}
+END_TEST
+
+START_TEST(never_confirmed)
+{
+	uint8_t q[512], r[4096];
+	size_t n = make_query(q, 0x6161, "www.example.com");
+	int fd = client(SOCK_DGRAM, 3000);
+	uint64_t t0 = now_us();
+	uint32_t stale;
+
+	seen.ret = 0;
+	ck_assert_int_eq(send(fd, q, n, 0), (ssize_t)n);
+	/* Nobody confirms: SERVFAIL at the query's deadline (300 ms here). */
+	ck_assert_int_gt(recv_within(fd, r, 2000), DNS_HDR_LEN);
+	ck_assert_uint_ge(now_us() - t0, 250000);
+	ck_assert_uint_eq(rcode(r), DNS_RCODE_SERVFAIL);
+	/* A late confirmation for it releases nothing, not even the next query's. */
+	pthread_mutex_lock(&seen.lock);
+	stale = seen.tags[0];
+	pthread_mutex_unlock(&seen.lock);
+	n = make_query(q, 0x6262, "www.example.com");
+	ck_assert_int_eq(send(fd, q, n, 0), (ssize_t)n);
+	while (ntags() < 2)
+		usleep(1000);
+	pthread_mutex_lock(&seen.lock);
+	seen.tags[1] = stale;	/* confirm only the stale tag */
+	pthread_mutex_unlock(&seen.lock);
+	ack_all(0);
+	ck_assert_int_gt(recv_within(fd, r, 2000), DNS_HDR_LEN);
+	ck_assert_uint_eq(get16(r), 0x6262);
+	ck_assert_uint_eq(rcode(r), DNS_RCODE_SERVFAIL);
+	close(fd);
+}
+END_TEST
+
+START_TEST(learn_window)
+{
+	uint8_t q[512], r[4096];
+	size_t n = make_query(q, 0x7171, "www.example.com");
+	int fd = client(SOCK_DGRAM, 3000), i;
+	ssize_t k;
+
+	dns_proxy_set_timeouts(proxy, 3000, 500);
+	up.mode = UP_MANY;
+	seen.ret = 0;
+	ck_assert_int_eq(send(fd, q, n, 0), (ssize_t)n);
+	/* 40 addresses: only the window's worth asked for at first. */
+	for (i = 0; i < 200 && ntags() < DNS_PROXY_LEARN_WINDOW; i++)
+		usleep(2000);
+	usleep(50000);
+	ck_assert_uint_eq(ntags(), DNS_PROXY_LEARN_WINDOW);
+	ck_assert_int_eq(atomic_load(&seen.calls), DNS_PROXY_LEARN_WINDOW);
+	ack_all(0);
+	for (i = 0; i < 200 && ntags() < MANY - DNS_PROXY_LEARN_WINDOW; i++)
+		usleep(2000);
+	ck_assert_int_lt(recv_within(fd, r, 50), 0);	/* 8 still unconfirmed */
+	ck_assert_uint_eq(ntags(), MANY - DNS_PROXY_LEARN_WINDOW);
+	ack_all(0);
+	k = recv_within(fd, r, 2000);
+	ck_assert_int_gt(k, DNS_HDR_LEN);
+	ck_assert_uint_eq(get16(r + 6), MANY);
+	ck_assert_int_eq(atomic_load(&seen.calls), MANY);
+	for (i = 0; i < MANY; i++)
+		ck_assert_uint_eq(seen.addr[i].addr[3], 1 + i);
+	close(fd);
 }
 END_TEST
 
@@ -520,6 +798,11 @@ Suite *dns_proxy_suite(void)
 	tcase_add_test(tc, tcp_queries);
 	tcase_add_test(tc, tcp_abuse);
 	tcase_add_test(tc, bad_allowlist);
+	tcase_add_test(tc, foreign_source);
+	tcase_add_test(tc, minimal_query_upstream);
+	tcase_add_test(tc, held_until_confirmed);
+	tcase_add_test(tc, never_confirmed);
+	tcase_add_test(tc, learn_window);
 	tcase_add_test(tc, resolv_conf);
 	suite_add_tcase(s, tc);
 	return s;

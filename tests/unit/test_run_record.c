@@ -140,6 +140,10 @@ START_TEST(record_full)
 	r.dns.queries = 3;
 	r.dns.allowed = 1;
 	r.dns.refused = 2;
+	r.dns.foreign = 4;
+	r.dns_learn.opened = 5;
+	r.dns_learn.quota_full = 6;
+	snprintf(r.dns_fault, sizeof(r.dns_fault), "the DNS helper sent garbage");
 	r.nr_dns_refused = 2;
 	snprintf(r.dns_refused[0], sizeof(r.dns_refused[0]), "exfil.example");
 	snprintf(r.dns_refused[1], sizeof(r.dns_refused[1]), "a\"b");

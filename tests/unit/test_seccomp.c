@@ -5,7 +5,8 @@
  * report buffer (a MAP_SHARED page) and its stderr (a memfd) must name the
  * call. Also: argument checks (ioctl requests, PROT_EXEC, socket family,
  * tgkill's signal), x32 and i386 numbers, the quiet EPERM for unlink in
- * the run VM main list, HUSK_SECCOMP=log and off, and the lists' size.
+ * the run VM main list, the DNS helper's list (no socket, connect, open,
+ * exec or fork), HUSK_SECCOMP=log and off, and the lists' size.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -437,6 +438,83 @@ START_TEST(run_vm_main_list)
 }
 END_TEST
 
+/* ---- the DNS helper process ---- */
+
+static void dns_allowed(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct itimerspec its = { .it_value = { 100, 0 } };
+	char buf[16];
+	void *p;
+
+	common_calls();
+	MUST(epoll_ctl(epfd, EPOLL_CTL_ADD, sp[1], &ev) == 0);
+	MUST(send(sp[0], "q", 1, MSG_DONTWAIT) == 1);
+	MUST(epoll_wait(epfd, &ev, 1, 0) == 1);
+	MUST(recv(sp[1], buf, 1, MSG_DONTWAIT) == 1);
+	MUST(epoll_ctl(epfd, EPOLL_CTL_DEL, sp[1], NULL) == 0);
+	MUST(accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC) < 0 && errno == EAGAIN);
+	MUST(timerfd_settime(tfd, 0, &its, NULL) == 0);
+	MUST(read(tfd, buf, 8) < 0 && errno == EAGAIN);
+	MUST(getrandom(buf, 2, GRND_NONBLOCK) == 2);
+	/* malloc: small blocks from the heap, large ones mapped, realloc'd. */
+	free(malloc(100));
+	p = malloc(1 << 20);
+	MUST(p);
+	p = realloc(p, 4 << 20);
+	MUST(p);
+	free(p);
+	MUST(close(pfd[0]) == 0);
+}
+
+static void dns_socket(void)
+{
+	dns_allowed();
+	socket(AF_INET, SOCK_DGRAM, 0);
+}
+
+static void dns_connect(void)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+
+	connect(sp[0], (struct sockaddr *)&a, sizeof(a));
+}
+
+static void dns_execve(void)
+{
+	char *argv[] = { "/bin/true", NULL };
+
+	dns_allowed();
+	execve(argv[0], argv, argv + 1);
+}
+
+static void dns_fork(void)
+{
+	syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+}
+
+START_TEST(dns_helper_list)
+{
+	struct outcome o;
+
+	run_child(SECCOMP_KIND_DNS_HELPER, NULL, prep, dns_allowed, &o);
+	assert_exit(&o, 0);
+	ck_assert_str_eq(o.report, "");
+	run_child(SECCOMP_KIND_DNS_HELPER, NULL, prep, dns_socket, &o);
+	assert_killed(&o, SECCOMP_KIND_DNS_HELPER, "socket (nr 41)");
+	run_child(SECCOMP_KIND_DNS_HELPER, NULL, prep, dns_connect, &o);
+	assert_killed(&o, SECCOMP_KIND_DNS_HELPER, "connect (nr 42)");
+	run_child(SECCOMP_KIND_DNS_HELPER, NULL, prep, evloop_openat, &o);
+	assert_killed(&o, SECCOMP_KIND_DNS_HELPER, "openat (nr 257)");
+	run_child(SECCOMP_KIND_DNS_HELPER, NULL, prep, dns_execve, &o);
+	assert_killed(&o, SECCOMP_KIND_DNS_HELPER, "execve (nr 59)");
+	run_child(SECCOMP_KIND_DNS_HELPER, NULL, prep, dns_fork, &o);
+	assert_killed(&o, SECCOMP_KIND_DNS_HELPER, "clone (nr 56)");
+	run_child(SECCOMP_KIND_DNS_HELPER, NULL, prep, evloop_exec_mmap, &o);
+	assert_killed(&o, SECCOMP_KIND_DNS_HELPER, "mmap (nr 9)");
+}
+END_TEST
+
 /* ---- real threads: a new malloc arena, then the thread's exit ---- */
 
 static void *thread_main(void *arg)
@@ -601,6 +679,7 @@ Suite *seccomp_suite(void)
 	tcase_add_test(tc, evloop_list);
 	tcase_add_test(tc, boot_main_list);
 	tcase_add_test(tc, run_vm_main_list);
+	tcase_add_test(tc, dns_helper_list);
 	tcase_add_test(tc, threads_run_and_exit);
 	tcase_add_test(tc, foreign_abis);
 	tcase_add_test(tc, env_log_and_off);
