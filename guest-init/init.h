@@ -142,5 +142,6 @@ int sandbox_drop_user(void);
 int sandbox_enter_jobinit(void);
 /* Kill every process of the job; jobinit is its init's pid, 0 once reaped. */
 void sandbox_kill_job(pid_t jobinit);
+uint64_t sandbox_oom_kills(void);
 
 #endif

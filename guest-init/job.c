@@ -741,6 +741,29 @@ static void watch(struct pollfd *p, int fd, short events)
 
 enum { FD_CTL, FD_SIG, FD_TIMER, FD_OUT, FD_ERR, FD_IN, FD_STAT, NFDS };
 
+/*
+ * The kernel's OOM killer ended some of the job's processes (its memory
+ * limit, or the guest's memory): say so on the job's stderr, the only place
+ * the user looks, since the exit record just shows SIGKILL.
+ */
+static int report_oom(const struct job_spec *js)
+{
+	uint64_t n = sandbox_oom_kills();
+	char msg[256];
+
+	if (!n)
+		return 0;
+	if (js->mem_limit)
+		snprintf(msg, sizeof(msg), "husk-init: the job reached its memory limit of %llu "
+			 "MiB: the kernel's OOM killer ended %llu of its processes\n",
+			 (unsigned long long)(js->mem_limit >> 20), (unsigned long long)n);
+	else
+		snprintf(msg, sizeof(msg), "husk-init: the guest ran out of memory: the kernel's "
+			 "OOM killer ended %llu of the job's processes\n", (unsigned long long)n);
+	fputs(msg, stderr);
+	return proto_send(cfg.ctl, P_STDERR, msg, strlen(msg));
+}
+
 int job_run(const struct job_spec *js, struct job_result *res)
 {
 	struct job j = { .res = res, .stdin_fd = -1, .statfd = -1,
@@ -820,7 +843,7 @@ int job_run(const struct job_spec *js, struct job_result *res)
 				goto kill;
 		}
 	}
-	err = 0;
+	err = report_oom(js);
 	goto out;
 kill:
 	abort_job(&j);

@@ -102,6 +102,24 @@ void sandbox_kill_job(pid_t jobinit)
 		kill(jobinit, JOBINIT_KILL);
 }
 
+/* Processes of the job the OOM killer ended (memory.events), 0 if unknown. */
+uint64_t sandbox_oom_kills(void)
+{
+	unsigned long long n = 0;
+	char line[64];
+	FILE *f;
+
+	if (!cfg.use_cgroup)
+		return 0;
+	f = fopen(JOB_CGROUP "/memory.events", "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "oom_kill %llu", &n) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return n;
+}
+
 /* ---- privileges ---- */
 
 static int last_cap(void)
