@@ -303,6 +303,11 @@ static _Noreturn void jobinit_main(const struct job_spec *js, const struct job_f
 		kill(job, SIGKILL);
 		child_fail(f->errfd);
 	}
+	/*
+	 * If guest-init dies (test mode: the test gave up on it), so does the
+	 * job. Set after the uid change, which clears it.
+	 */
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	close(f->errfd);
 	supervise(job, f->statfd);
 }
