@@ -3,27 +3,35 @@
  *
  * main.c   PID 1 duties (mounts, clock, RNG, control ports, power off) and
  *          the conversation with husk on the control socket;
- * job.c    the job spec, spawning the job and supervising it until it ends,
+ * job.c    the job spec, starting the job and supervising it until it ends,
  *          files in and out;
- * sandbox.c what the job's process does to itself before exec (cgroup,
+ * jobinit.c the job's init, PID 1 of the job's own namespaces, and the
+ *          job's process up to exec;
+ * sandbox.c what the job's process and its init do to themselves (cgroup,
  *          rlimits, capabilities, uid, no_new_privs, seccomp) and how the
  *          whole job is killed.
  *
  * Test mode (`husk-init --test-fd N [--workspace DIR]`) skips every PID 1
  * duty and the cgroup, so the same binary can be driven from the host
- * through a socketpair; the uid switch happens only when running as root.
+ * through a socketpair; the uid switch and the job's namespaces happen only
+ * when running as root.
  */
 #ifndef HUSK_INIT_H
 #define HUSK_INIT_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/resource.h>
 #include <sys/types.h>
 
 #define AGENT_UID 1000
 #define AGENT_GID 1000
+/* The job's init: a uid no file in the images belongs to (Debian reserves it). */
+#define JOBINIT_UID 65533
+#define JOBINIT_GID 65533
+#define JOBINIT_NAME "job-init"	/* its /proc/1/cmdline and comm, as the job sees them */
 #define WORKSPACE "/tmp/workspace"
 #define JOB_CGROUP "/sys/fs/cgroup/job"
 #define INIT_VERSION "husk-init 1"
@@ -45,8 +53,11 @@ struct init_cfg {
 	bool test_mode;
 	bool drop_user;		/* switch to AGENT_UID (root only) */
 	bool use_cgroup;	/* JOB_CGROUP exists and is ours */
+	bool namespaces;	/* the job gets its own (root only) */
 	const char *workspace;
 	int ctl;		/* control connection */
+	char *title;		/* our argv strings, rewritten by the job's init */
+	size_t title_len;
 };
 extern struct init_cfg cfg;
 
@@ -77,6 +88,8 @@ struct job_spec {
 
 /* net.c: lo and eth0 up, address, default route, resolv.conf. */
 int net_setup(const struct job_spec *js);
+/* lo up in the current (the job's own) network namespace. */
+int net_lo_up(void);
 
 struct job_result {
 	bool exited;		/* else killed by signal */
@@ -101,12 +114,34 @@ int files_in(const struct job_spec *js);
 int job_run(const struct job_spec *js, struct job_result *res);
 int files_out(const struct job_spec *js);
 
+/* jobinit.c */
+/* The ends of the pipes between guest-init and the job that the job side keeps. */
+struct job_fds {
+	int in, out, err;	/* the job's stdin, stdout, stderr */
+	int errfd;		/* set-up failure message; EOF once the job has exec'd */
+	int statfd;		/* one struct jobinit_report when the job's main process ends */
+};
+/* guest-init asks the job's init to kill every process of the job. */
+#define JOBINIT_KILL SIGUSR1
+#define JOBINIT_MAGIC 0x4a494e31u	/* "JIN1" */
+struct jobinit_report {
+	uint32_t magic;
+	int32_t status;		/* wait status of the job's main process */
+	struct rusage ru;	/* its rusage from wait4() */
+};
+/* Start the job's init (and through it the job): its pid, or -errno. */
+pid_t jobinit_start(const struct job_spec *js, const struct job_fds *f);
+
 /* sandbox.c */
 int sandbox_cgroup_create(const struct job_spec *js);
 /* In the job's child, before exec: -errno with husk_lasterr(). */
 int sandbox_enter(const struct job_spec *js);
 /* Become AGENT_UID with nothing else (tar helpers): -errno. */
 int sandbox_drop_user(void);
-void sandbox_kill_job(pid_t pgid);
+/* The job's init after forking the job: -errno with husk_lasterr(). */
+int sandbox_enter_jobinit(void);
+/* Kill every process of the job; jobinit is its init's pid, 0 once reaped. */
+void sandbox_kill_job(pid_t jobinit);
+uint64_t sandbox_oom_kills(void);
 
 #endif

@@ -1,8 +1,9 @@
 /*
  * job: the job spec, files into and out of the workspace, and running the
- * job: spawn it sandboxed, then one poll loop that relays stdin, stdout and
- * stderr, reaps children, enforces the timeout and ends with the exit
- * record once the main process is gone and its output is drained.
+ * job: start it through its init (jobinit.c), then one poll loop that
+ * relays stdin, stdout and stderr, reads the init's report, enforces the
+ * timeout and ends with the exit record once the main process is gone and
+ * its output is drained.
  *
  * Everything from the host is validated here before use. Work on files
  * (tar in and out) happens in children that already are the agent user,
@@ -28,8 +29,6 @@
 #include "proto.h"
 #include "tar.h"
 #include "util.h"
-
-extern char **environ;
 
 /* ---- job spec ---- */
 
@@ -443,100 +442,6 @@ int files_out(const struct job_spec *js)
 	return 0;
 }
 
-/* ---- spawning ---- */
-
-static bool env_has(char **env, size_t n, const char *key)
-{
-	size_t kl = strlen(key), i;
-
-	for (i = 0; i < n; i++)
-		if (!strncmp(env[i], key, kl) && env[i][kl] == '=')
-			return true;
-	return false;
-}
-
-/* T_JOB_ENV plus defaults for what the job did not set. */
-static char **job_env(const struct job_spec *js)
-{
-	static const char *const defaults[] = {
-		"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=", "USER=agentuser",
-	};
-	char **env = calloc(js->nenv + ARRAY_SIZE(defaults) + 1, sizeof(*env));
-	char key[16];
-	size_t n = 0, i;
-
-	if (!env)
-		return NULL;
-	for (i = 0; i < js->nenv; i++)
-		env[n++] = js->env[i];
-	for (i = 0; i < ARRAY_SIZE(defaults); i++) {
-		snprintf(key, sizeof(key), "%.*s", (int)strcspn(defaults[i], "="), defaults[i]);
-		if (env_has(js->env, js->nenv, key))
-			continue;
-		if (!strcmp(key, "HOME")) {
-			if (asprintf(&env[n++], "HOME=%s", cfg.workspace) < 0)
-				return NULL;
-		} else {
-			env[n++] = (char *)defaults[i];
-		}
-	}
-	return env;
-}
-
-/* Report a set-up failure through errfd (the parent turns it into P_ERROR). */
-static _Noreturn void child_fail(int errfd)
-{
-	const char *m = husk_lasterr();
-
-	if (write(errfd, m, strlen(m)) < 0)
-		_exit(125);
-	_exit(125);
-}
-
-static _Noreturn void job_child(const struct job_spec *js, int in, int out, int err,
-				int errfd)
-{
-	sigset_t none;
-	char msg[512];
-	char **env;
-	int e;
-
-	/* The job gets default signal state, not PID 1's. */
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	signal(SIGPIPE, SIG_DFL);
-	if (setsid() < 0) {
-		husk_seterr(errno, "setsid: %s", strerror(errno));
-		child_fail(errfd);
-	}
-	if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) {
-		husk_seterr(errno, "dup2: %s", strerror(errno));
-		child_fail(errfd);
-	}
-	env = job_env(js);
-	if (!env) {
-		husk_seterr(ENOMEM, "out of memory for the environment");
-		child_fail(errfd);
-	}
-	if (sandbox_enter(js))
-		child_fail(errfd);
-	/* After the uid switch, so the agent user's permissions decide. */
-	if (chdir(cfg.workspace) || (js->cwd && chdir(js->cwd))) {
-		husk_seterr(errno, "chdir %s: %s", js->cwd ? js->cwd : cfg.workspace,
-			    strerror(errno));
-		child_fail(errfd);
-	}
-	/* execvp searches the PATH of environ, so switch before the call. */
-	environ = env;
-	execvp(js->argv[0], js->argv);
-	e = errno;
-	snprintf(msg, sizeof(msg), "husk-init: cannot execute '%s': %s\n", js->argv[0],
-		 strerror(e));
-	if (write(2, msg, strlen(msg)) < 0)
-		_exit(126);
-	_exit(e == ENOENT || e == ENOTDIR ? 127 : 126);
-}
-
 /* ---- supervising ---- */
 
 struct stream {
@@ -545,8 +450,13 @@ struct stream {
 };
 
 struct job {
-	pid_t pid;
-	bool reaped;
+	pid_t pid;		/* the job's init; 0 before it exists */
+	bool reaped;		/* the job's init is gone */
+	bool ended;		/* the job's main process is: res is filled */
+	int statfd;		/* the init's report, -1 once read or closed */
+	struct jobinit_report rep;
+	size_t rep_len;
+	uint64_t force_at;	/* SIGKILL the init if the job has not ended by then */
 	int stdin_fd;		/* write end, -1 once closed */
 	uint8_t *in_buf;	/* queued stdin bytes */
 	size_t in_len, in_off;
@@ -558,6 +468,11 @@ struct job {
 };
 
 #define STDIN_QUEUE_MAX (1u << 20)	/* stop reading the host beyond this */
+/*
+ * After the main process: whatever is left is killed, the pipes drained;
+ * also how long the job's init gets to report a kill before it is killed.
+ */
+#define DRAIN_MS 2000
 
 /* Relay up to one chunk; -errno on a failed send, 0 otherwise. */
 static int pump_stream(struct stream *s)
@@ -659,6 +574,42 @@ static int handle_ctl(struct job *j)
 	return r;
 }
 
+/* The job's main process has ended with wait status st. */
+static void job_ended(struct job *j, int st, const struct rusage *ru)
+{
+	j->ended = true;
+	j->res->end_ns = realtime_ns();
+	j->res->ru = *ru;
+	j->res->exited = WIFEXITED(st);
+	j->res->code = WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st);
+}
+
+/*
+ * The init's report, read as it comes (it is written once, before the init
+ * exits). A report that is not a plain exit or death by a signal is
+ * ignored: the init's own exit status stands in for it.
+ */
+static void read_report(struct job *j)
+{
+	struct jobinit_report *r = &j->rep;
+	ssize_t n;
+
+	if (j->statfd < 0)
+		return;
+	n = read(j->statfd, (uint8_t *)r + j->rep_len, sizeof(*r) - j->rep_len);
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n > 0)
+		j->rep_len += n;
+	if (n > 0 && j->rep_len < sizeof(*r))
+		return;
+	close(j->statfd);
+	j->statfd = -1;
+	if (j->rep_len == sizeof(*r) && r->magic == JOBINIT_MAGIC && !j->ended &&
+	    (WIFEXITED(r->status) || (WIFSIGNALED(r->status) && WTERMSIG(r->status) < 65)))
+		job_ended(j, r->status, &r->ru);
+}
+
 static void reap(struct job *j)
 {
 	struct signalfd_siginfo si;
@@ -668,16 +619,44 @@ static void reap(struct job *j)
 
 	while (read(j->sfd, &si, sizeof(si)) > 0)
 		;
-	/* PID 1 adopts every orphan: reap them all, only the main pid counts. */
+	/* Test mode without namespaces adopts orphans too: reap them all. */
 	while ((pid = wait4(-1, &st, WNOHANG, &ru)) > 0) {
 		if (pid != j->pid)
 			continue;
 		j->reaped = true;
-		j->res->end_ns = realtime_ns();
-		j->res->ru = ru;
-		j->res->exited = WIFEXITED(st);
-		j->res->code = WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st);
+		/* It reported before exiting; without a report, its death is the job's. */
+		read_report(j);
+		if (!j->ended)
+			job_ended(j, st, &ru);
 	}
+}
+
+/* SIGKILL for the init kills its PID namespace, the job with it. */
+static void force_kill(struct job *j)
+{
+	if (j->pid > 0 && !j->reaped)
+		kill(j->pid, SIGKILL);
+	j->force_at = 0;
+}
+
+/*
+ * After a failure: kill the job and give its init a moment to reap it and
+ * exit (without a namespace it is what kills the job's process group),
+ * then SIGKILL it.
+ */
+static void abort_job(struct job *j)
+{
+	uint64_t until = now_us() + DRAIN_MS * 1000ull;
+
+	if (j->pid <= 0 || j->reaped)
+		return;
+	sandbox_kill_job(j->pid);
+	while (now_us() < until) {
+		if (waitpid(j->pid, NULL, WNOHANG) == j->pid)
+			return;
+		usleep(10000);
+	}
+	force_kill(j);
 }
 
 static int setup_fds(struct job *j, const struct job_spec *js)
@@ -708,29 +687,37 @@ static int setup_fds(struct job *j, const struct job_spec *js)
 
 static int spawn(struct job *j, const struct job_spec *js)
 {
-	int in[2] = { -1, -1 }, out[2], err[2], ep[2];
+	int in[2] = { -1, -1 }, out[2], err[2], ep[2], sp[2];
+	struct job_fds f;
 	char msg[600];
 	ssize_t n;
+	pid_t pid;
 
 	if (js->stdin_frames ? pipe2(in, O_CLOEXEC) : 0)
 		return husk_seterr(errno, "pipe: %s", strerror(errno));
 	if (!js->stdin_frames && (in[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
 		return husk_seterr(errno, "open /dev/null: %s", strerror(errno));
-	if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC) || pipe2(ep, O_CLOEXEC))
+	if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC) || pipe2(ep, O_CLOEXEC) ||
+	    pipe2(sp, O_CLOEXEC))
 		return husk_seterr(errno, "pipe: %s", strerror(errno));
 	j->res->start_ns = realtime_ns();
-	j->pid = fork();
-	if (j->pid < 0)
-		return husk_seterr(errno, "fork: %s", strerror(errno));
-	if (j->pid == 0) {
-		close(ep[0]);
-		job_child(js, in[0], out[1], err[1], ep[1]);
-	}
+	f = (struct job_fds){ in[0], out[1], err[1], ep[1], sp[1] };
+	pid = jobinit_start(js, &f);
 	close(in[0]);
 	close(out[1]);
 	close(err[1]);
 	close(ep[1]);
-	/* EOF on ep means exec (or the exec failure path) was reached. */
+	close(sp[1]);
+	j->stdin_fd = in[1];
+	j->out[0] = (struct stream){ out[0], P_STDOUT };
+	j->out[1] = (struct stream){ err[0], P_STDERR };
+	j->statfd = sp[0];
+	if (pid < 0) {
+		close(ep[0]);
+		return pid;
+	}
+	j->pid = pid;
+	/* EOF on ep means the job has exec'd (or reached its exec failure path). */
 	while ((n = read(ep[0], msg, sizeof(msg) - 1)) < 0 && errno == EINTR)
 		;
 	close(ep[0]);
@@ -738,11 +725,9 @@ static int spawn(struct job *j, const struct job_spec *js)
 		msg[n] = 0;
 		return husk_seterr(EIO, "setting up the job: %s", msg);
 	}
-	j->stdin_fd = in[1];
 	if (in[1] >= 0)
 		fcntl(in[1], F_SETFL, O_NONBLOCK);
-	j->out[0] = (struct stream){ out[0], P_STDOUT };
-	j->out[1] = (struct stream){ err[0], P_STDERR };
+	fcntl(sp[0], F_SETFL, O_NONBLOCK);
 	return 0;
 }
 
@@ -754,66 +739,94 @@ static void watch(struct pollfd *p, int fd, short events)
 	p->revents = 0;
 }
 
-enum { FD_CTL, FD_SIG, FD_TIMER, FD_OUT, FD_ERR, FD_IN, NFDS };
+enum { FD_CTL, FD_SIG, FD_TIMER, FD_OUT, FD_ERR, FD_IN, FD_STAT, NFDS };
 
-/* After the main process: whatever is left is killed, the pipes drained. */
-#define DRAIN_MS 2000
+/*
+ * The kernel's OOM killer ended some of the job's processes (its memory
+ * limit, or the guest's memory): say so on the job's stderr, the only place
+ * the user looks, since the exit record just shows SIGKILL.
+ */
+static int report_oom(const struct job_spec *js)
+{
+	uint64_t n = sandbox_oom_kills();
+	char msg[256];
+
+	if (!n)
+		return 0;
+	if (js->mem_limit)
+		snprintf(msg, sizeof(msg), "husk-init: the job reached its memory limit of %llu "
+			 "MiB: the kernel's OOM killer ended %llu of its processes\n",
+			 (unsigned long long)(js->mem_limit >> 20), (unsigned long long)n);
+	else
+		snprintf(msg, sizeof(msg), "husk-init: the guest ran out of memory: the kernel's "
+			 "OOM killer ended %llu of the job's processes\n", (unsigned long long)n);
+	fputs(msg, stderr);
+	return proto_send(cfg.ctl, P_STDERR, msg, strlen(msg));
+}
 
 int job_run(const struct job_spec *js, struct job_result *res)
 {
-	struct job j = { .res = res, .stdin_fd = -1 };
+	struct job j = { .res = res, .stdin_fd = -1, .statfd = -1,
+			 .out = { { -1, P_STDOUT }, { -1, P_STDERR } } };
 	struct pollfd pfd[NFDS];
-	uint64_t ticks, deadline = 0;
+	uint64_t ticks, now, wake, deadline = 0;
 	int err, i, timeout;
 	bool killed = false;
 
 	memset(res, 0, sizeof(*res));
 	err = setup_fds(&j, js);
-	if (!err)
-		err = spawn(&j, js);
 	if (err)
 		return err;
-	err = proto_send(cfg.ctl, P_STARTED, NULL, 0);
+	err = spawn(&j, js);
+	if (!err)
+		err = proto_send(cfg.ctl, P_STARTED, NULL, 0);
 	if (err)
 		goto kill;
 	husk_event(HUSK_EV_JOB_STARTED);
 
-	while (!j.reaped || j.out[0].fd >= 0 || j.out[1].fd >= 0) {
-		if (j.reaped && !killed) {
-			sandbox_kill_job(j.pid);
+	while (!j.ended || !j.reaped || j.out[0].fd >= 0 || j.out[1].fd >= 0) {
+		now = now_us();
+		if (j.ended && !killed) {
+			/* Whatever the main process left behind goes now. */
+			sandbox_kill_job(j.reaped ? 0 : j.pid);
 			killed = true;
-			deadline = now_us() + DRAIN_MS * 1000ull;
+			deadline = now + DRAIN_MS * 1000ull;
 		}
-		if (killed && now_us() >= deadline) {
-			fprintf(stderr, "husk-init: job output still open after %d ms, "
-				"giving up on it\n", DRAIN_MS);
+		if (killed && now >= deadline) {
+			if (j.out[0].fd >= 0 || j.out[1].fd >= 0)
+				fprintf(stderr, "husk-init: job output still open after %d ms, "
+					"giving up on it\n", DRAIN_MS);
+			force_kill(&j);
 			break;
 		}
-		watch(&pfd[FD_CTL], j.reaped || j.in_len >= STDIN_QUEUE_MAX ? -1 : cfg.ctl,
+		if (j.force_at && !j.ended && now >= j.force_at)
+			force_kill(&j);
+		watch(&pfd[FD_CTL], j.ended || j.in_len >= STDIN_QUEUE_MAX ? -1 : cfg.ctl,
 		      POLLIN);
 		watch(&pfd[FD_SIG], j.sfd, POLLIN);
 		watch(&pfd[FD_TIMER], j.tfd, POLLIN);
 		watch(&pfd[FD_OUT], j.out[0].fd, POLLIN);
 		watch(&pfd[FD_ERR], j.out[1].fd, POLLIN);
 		watch(&pfd[FD_IN], j.in_off < j.in_len ? j.stdin_fd : -1, POLLOUT);
-		timeout = -1;
-		if (killed) {
-			uint64_t now = now_us();
-
-			timeout = now < deadline ? (int)((deadline - now) / 1000) + 1 : 0;
-		}
+		watch(&pfd[FD_STAT], j.statfd, POLLIN);
+		wake = killed ? deadline : j.ended ? 0 : j.force_at;
+		timeout = !wake ? -1 : wake > now ? (int)((wake - now) / 1000) + 1 : 0;
 		if (poll(pfd, NFDS, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
 			err = husk_seterr(errno, "poll: %s", strerror(errno));
 			goto kill;
 		}
+		if (pfd[FD_STAT].revents)
+			read_report(&j);
 		if (pfd[FD_SIG].revents)
 			reap(&j);
 		if (pfd[FD_TIMER].revents && read(j.tfd, &ticks, sizeof(ticks)) > 0 &&
-		    !j.reaped) {
+		    !j.ended) {
 			res->timed_out = true;
 			sandbox_kill_job(j.pid);
+			/* The init reports the job's SIGKILL; one that does not goes too. */
+			j.force_at = now_us() + DRAIN_MS * 1000ull;
 		}
 		for (i = 0; i < 2; i++) {
 			if (!pfd[FD_OUT + i].revents)
@@ -830,14 +843,16 @@ int job_run(const struct job_spec *js, struct job_result *res)
 				goto kill;
 		}
 	}
-	err = 0;
+	err = report_oom(js);
 	goto out;
 kill:
-	sandbox_kill_job(j.pid);
+	abort_job(&j);
 out:
 	for (i = 0; i < 2; i++)
 		if (j.out[i].fd >= 0)
 			close(j.out[i].fd);
+	if (j.statfd >= 0)
+		close(j.statfd);
 	close_stdin(&j);
 	proto_reader_free(&j.rd);
 	close(j.sfd);

@@ -272,6 +272,29 @@ static void send_exit(const struct job_result *r)
 	send_tlv(P_EXIT, &b);
 }
 
+/*
+ * One console line with guest-init's namespaces, so that the job's own
+ * (readlink /proc/self/ns/...) can be checked against them.
+ */
+static void log_namespaces(void)
+{
+	static const char *const ns[] = { "pid", "mnt", "ipc", "uts", "net" };
+	char line[320] = "", link[64], path[32];
+	size_t i, len = 0;
+	ssize_t n;
+
+	for (i = 0; i < ARRAY_SIZE(ns); i++) {
+		snprintf(path, sizeof(path), "/proc/self/ns/%s", ns[i]);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n <= 0)
+			continue;
+		len += snprintf(line + len, sizeof(line) - len, " %.*s", (int)n, link);
+		if (len >= sizeof(line))
+			break;
+	}
+	fprintf(stderr, "husk-init: guest-init namespaces:%s\n", line);
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: husk-init (as PID 1)\n"
@@ -293,7 +316,10 @@ static void parse_args(int argc, char **argv)
 			cfg.test_mode = true;
 			cfg.ctl = fd;
 		} else if (!strcmp(argv[i], "--workspace") && i + 1 < argc) {
-			cfg.workspace = argv[++i];
+			/* A copy: the job's init rewrites our argv strings. */
+			cfg.workspace = strdup(argv[++i]);
+			if (!cfg.workspace)
+				usage();
 		} else {
 			usage();
 		}
@@ -311,6 +337,11 @@ int main(int argc, char **argv)
 	int err;
 
 	parse_args(argc, argv);
+	/* The argv strings (contiguous) become the job's init's name (jobinit.c). */
+	if (argc > 0) {
+		cfg.title = argv[0];
+		cfg.title_len = argv[argc - 1] + strlen(argv[argc - 1]) + 1 - argv[0];
+	}
 	/* SIGCHLD goes to the job loop's signalfd; a dead peer is EPIPE. */
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
@@ -320,11 +351,18 @@ int main(int argc, char **argv)
 	if (cfg.test_mode) {
 		fcntl(cfg.ctl, F_SETFD, FD_CLOEXEC);
 		cfg.drop_user = geteuid() == 0;
+		/*
+		 * Without root the job's namespaces cannot be made: it then
+		 * runs beside guest-init. The host-side tests check the
+		 * namespaces only when they run as root.
+		 */
+		cfg.namespaces = cfg.drop_user;
 		/* Orphans of the job come to us as they would to PID 1. */
 		prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	} else {
 		pid1_setup();
 		cfg.drop_user = true;
+		cfg.namespaces = true;
 		cfg.ctl = connect_host();
 	}
 
@@ -342,6 +380,7 @@ int main(int argc, char **argv)
 		if (sandbox_cgroup_create(&js))
 			fatal("job cgroup: %s", husk_lasterr());
 		cfg.use_cgroup = true;
+		log_namespaces();
 	}
 	/* -EIO: the helper already sent its P_ERROR. */
 	err = files_in(&js);

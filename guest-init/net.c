@@ -8,7 +8,8 @@
  * empty) /etc/resolv.conf of the root image.
  *
  * Runs as PID 1 before the job; the job's seccomp filter keeps it from
- * changing any of this.
+ * changing any of this. A job without a network gets a network namespace
+ * of its own, where its init brings up lo alone (net_lo_up).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -104,6 +105,18 @@ static int resolv_conf(uint32_t gw)
 		  MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL))
 		return husk_seterr(errno, "bind-mounting /etc/resolv.conf: %s", strerror(errno));
 	return 0;
+}
+
+int net_lo_up(void)
+{
+	int s, err;
+
+	s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return husk_seterr(errno, "AF_INET socket: %s", strerror(errno));
+	err = if_up(s, "lo");
+	close(s);
+	return err;
 }
 
 int net_setup(const struct job_spec *js)

@@ -4,9 +4,11 @@
  * The VM is the real boundary; these layers keep the job from undoing
  * guest-init's own set-up (mounts, clock, cgroup limits, the control
  * socket's peer) and from the kernel interfaces a job never needs:
- * a cgroup with memory and pids limits, rlimits, no capabilities at all
- * (bounding, ambient, inheritable, and a non-root uid), no_new_privs so
- * setuid binaries in the image cannot hand any back, and a seccomp filter.
+ * its own namespaces (jobinit.c), a cgroup with memory and pids limits,
+ * rlimits, no capabilities at all (bounding, ambient, inheritable, and a
+ * non-root uid), no_new_privs so setuid binaries in the image cannot hand
+ * any back, and a seccomp filter. The job's init gets the same walls
+ * except that it keeps CAP_KILL under a uid of its own.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -76,10 +78,12 @@ int sandbox_cgroup_create(const struct job_spec *js)
 /*
  * Kill everything the job started, however it tried to escape: cgroup.kill
  * takes the whole cgroup atomically (forks in flight included); the procs
- * walk covers a kernel without it; the process group covers test mode,
- * where there is no cgroup.
+ * walk covers a kernel without it. The job's init is outside the cgroup (it
+ * has to report how the job ended): JOBINIT_KILL asks it to kill what is
+ * left in its PID namespace, or the job's process group in test mode, where
+ * there is no cgroup and may be no namespace. jobinit 0: it is gone.
  */
-void sandbox_kill_job(pid_t pgid)
+void sandbox_kill_job(pid_t jobinit)
 {
 	char line[32];
 	FILE *f;
@@ -94,8 +98,26 @@ void sandbox_kill_job(pid_t pgid)
 		if (f)
 			fclose(f);
 	}
-	if (pgid > 1)
-		kill(-pgid, SIGKILL);
+	if (jobinit > 1)
+		kill(jobinit, JOBINIT_KILL);
+}
+
+/* Processes of the job the OOM killer ended (memory.events), 0 if unknown. */
+uint64_t sandbox_oom_kills(void)
+{
+	unsigned long long n = 0;
+	char line[64];
+	FILE *f;
+
+	if (!cfg.use_cgroup)
+		return 0;
+	f = fopen(JOB_CGROUP "/memory.events", "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "oom_kill %llu", &n) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return n;
 }
 
 /* ---- privileges ---- */
@@ -114,28 +136,40 @@ static int last_cap(void)
 	return n >= 0 && n < 64 ? n : 63;
 }
 
-static int drop_caps_and_user(void)
+/*
+ * Become uid/gid without supplementary groups and with no capability but
+ * keep (-1: none at all), in every set including the bounding set.
+ */
+static int become(uid_t uid, gid_t gid, int keep)
 {
 	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	struct __user_cap_data_struct data[2];
 	int cap, n = last_cap();
 
 	for (cap = 0; cap <= n; cap++)
-		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) && errno != EINVAL)
+		if (cap != keep && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) && errno != EINVAL)
 			return husk_seterr(errno, "drop capability %d from the bounding set: %s",
 					   cap, strerror(errno));
 	if (setgroups(0, NULL))
 		return husk_seterr(errno, "setgroups: %s", strerror(errno));
-	if (setresgid(AGENT_GID, AGENT_GID, AGENT_GID))
-		return husk_seterr(errno, "setresgid %d: %s", AGENT_GID, strerror(errno));
-	/* Leaving uid 0 clears the permitted and effective sets. */
-	if (setresuid(AGENT_UID, AGENT_UID, AGENT_UID))
-		return husk_seterr(errno, "setresuid %d: %s", AGENT_UID, strerror(errno));
+	if (setresgid(gid, gid, gid))
+		return husk_seterr(errno, "setresgid %d: %s", (int)gid, strerror(errno));
+	/* Leaving uid 0 clears the permitted and effective sets, unless kept. */
+	if (keep >= 0 && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0))
+		return husk_seterr(errno, "PR_SET_KEEPCAPS: %s", strerror(errno));
+	if (setresuid(uid, uid, uid))
+		return husk_seterr(errno, "setresuid %d: %s", (int)uid, strerror(errno));
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) && errno != EINVAL)
 		return husk_seterr(errno, "clear ambient capabilities: %s", strerror(errno));
 	memset(data, 0, sizeof(data));
+	if (keep >= 0) {
+		data[keep / 32].permitted = 1u << (keep % 32);
+		data[keep / 32].effective = 1u << (keep % 32);
+	}
 	if (syscall(SYS_capset, &hdr, data))
-		return husk_seterr(errno, "clear inheritable capabilities: %s", strerror(errno));
+		return husk_seterr(errno, "set the capability sets: %s", strerror(errno));
+	if (keep >= 0 && prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0))
+		return husk_seterr(errno, "PR_SET_KEEPCAPS: %s", strerror(errno));
 	return 0;
 }
 
@@ -144,7 +178,7 @@ int sandbox_drop_user(void)
 	int err = 0;
 
 	if (cfg.drop_user)
-		err = drop_caps_and_user();
+		err = become(AGENT_UID, AGENT_GID, -1);
 	if (!err && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 		err = husk_seterr(errno, "PR_SET_NO_NEW_PRIVS: %s", strerror(errno));
 	return err;
@@ -310,6 +344,27 @@ int sandbox_enter(const struct job_spec *js)
 		err = set_limit(RLIMIT_CORE, "RLIMIT_CORE", 0);
 	if (!err)
 		err = sandbox_drop_user();
+	if (!err)
+		err = install_seccomp();
+	return err;
+}
+
+/*
+ * The job's init, once the job is forked: a uid of its own, so the job
+ * (AGENT_UID) can neither signal it nor read its /proc entries, with
+ * CAP_KILL only, to forward signals to the job and kill what is left of
+ * it; not dumpable, no_new_privs and the job's seccomp filter.
+ */
+int sandbox_enter_jobinit(void)
+{
+	int err = 0;
+
+	if (cfg.drop_user)
+		err = become(JOBINIT_UID, JOBINIT_GID, CAP_KILL);
+	if (!err && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0))
+		err = husk_seterr(errno, "PR_SET_DUMPABLE: %s", strerror(errno));
+	if (!err && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		err = husk_seterr(errno, "PR_SET_NO_NEW_PRIVS: %s", strerror(errno));
 	if (!err)
 		err = install_seccomp();
 	return err;

@@ -250,10 +250,20 @@ static int send_job(struct rvm *R)
 	const struct run_opts *o = R->o;
 	const struct netpool_lease *l = R->a->lease;
 	uint8_t seed[64];
+	uint64_t mem = o->mem_mib << 20, reserve;
 	struct tlv_buf b;
 	unsigned i;
 	int err;
 
+	/*
+	 * The job's cgroup gets the guest's RAM minus what the kernel and
+	 * guest-init keep (docs/protocol.md has the figures): 16 MiB for the
+	 * kernel image, guest-init and its buffers, RAM/16 for the memory map
+	 * and kernel allocations that grow with RAM.
+	 */
+	reserve = (16ull << 20) + mem / 16;
+	if (reserve >= mem)	/* below 18 MiB, which --mem refuses */
+		reserve = mem / 2;
 	tlv_init(&b);
 	for (i = 0; i < (unsigned)o->argc; i++)
 		tlv_put_str(&b, T_JOB_ARG, o->argv[i]);
@@ -266,6 +276,7 @@ static int send_job(struct rvm *R)
 		tlv_put(&b, T_JOB_RNG_SEED, seed, sizeof(seed));
 	tlv_put_u8(&b, T_JOB_STDIN, o->stdin);
 	tlv_put_u8(&b, T_JOB_FILES_IN, o->nr_put);
+	tlv_put_u64(&b, T_JOB_MEM_LIMIT, mem - reserve);
 	for (i = 0; i < o->nr_get; i++)
 		tlv_put_str(&b, T_JOB_GET, o->get[i].guest);
 	if (l) {

@@ -16,8 +16,10 @@ P_HELLO, P_STARTED, P_STDOUT, P_STDERR, P_EXIT, P_FILES_OUT, P_DONE = 1, 2, 3, 4
 P_JOB, P_STDIN, P_FILES_IN, P_ERROR = 16, 17, 18, 32
 T_JOB_ARG, T_JOB_ENV, T_JOB_CWD, T_JOB_TIMEOUT_MS = 1, 2, 3, 4
 T_JOB_STDIN, T_JOB_FILES_IN, T_JOB_GET = 8, 9, 10
+T_JOB_NET_ADDR, T_JOB_NET_GW, T_JOB_NET_PREFIX = 15, 16, 17
 T_EXIT_CODE, T_EXIT_SIGNAL, T_EXIT_TIMED_OUT = 32, 33, 34
-T_EXIT_USER_US, T_EXIT_END_NS, T_EXIT_START_NS = 35, 39, 38
+T_EXIT_USER_US, T_EXIT_SYS_US, T_EXIT_MAXRSS_KIB = 35, 36, 37
+T_EXIT_END_NS, T_EXIT_START_NS = 39, 38
 T_INIT_VERSION = 48
 
 INIT, WS = sys.argv[1], sys.argv[2]
@@ -299,6 +301,90 @@ f, rc, c, _ = run(job('sleep', '30', extra=tlv(T_JOB_STDIN, b'\1')),
                   after_start=lambda c: c.send(P_JOB, job('true')))
 check('unexpected frame mid-job: P_ERROR, job killed, status 1',
       types(f)[-1] == P_ERROR and rc == 1 and time.time() - t0 < 5, (f, rc))
+
+
+# 13. the job's own namespaces and its init (as root: without root
+# guest-init cannot make them and runs the job beside itself)
+NS = ['pid', 'mnt', 'ipc', 'uts', 'net']
+PY = '/usr/bin/python3'
+if os.geteuid() == 0:
+    # guest-init is a plain child of ours: its namespaces are ours.
+    ours = {n: os.readlink('/proc/self/ns/' + n) for n in NS}
+    f, rc, c, _ = run(job('sh', '-c', 'echo /proc/[0-9]*; tr "\\0" "\\n" </proc/1/cmdline | head -n 1; '
+                          'for n in %s; do readlink /proc/self/ns/$n; done' % ' '.join(NS)))
+    got = streams(f)[0].decode().split('\n')
+    check('namespaces: the job sees only itself and its init in /proc',
+          got[:2] == ['/proc/1 /proc/2', 'job-init'], got[:2])
+    check('namespaces: pid, mnt, ipc, uts and net differ from guest-init\'s',
+          len(got) > 6 and all(got[2 + i] != ours[n] and got[2 + i].startswith(n + ':[')
+                               for i, n in enumerate(NS)), (got[2:], ours))
+    f, rc, c, _ = run(job('sh', '-c', 'readlink /proc/self/ns/net /proc/self/ns/pid',
+                          extra=tlv(T_JOB_NET_ADDR, bytes([10, 0, 0, 2])) +
+                          tlv(T_JOB_NET_GW, bytes([10, 0, 0, 1])) + tlv(T_JOB_NET_PREFIX, b'\x18')))
+    got = streams(f)[0].decode().split()
+    check('namespaces: a job with a network keeps guest-init\'s network namespace only',
+          got == [ours['net'], got[1]] and got[1] != ours['pid'], (got, ours))
+    f, rc, c, _ = run(job('sh', '-c', 'grep -E "^(Uid|Gid|CapEff|CapPrm|CapBnd|NoNewPrivs|Seccomp):" '
+                          '/proc/1/status; kill -0 1 2>/dev/null && echo signalable || echo refused'))
+    got = streams(f)[0].decode().split('\n')
+    want = ['Uid:\t65533\t65533\t65533\t65533', 'Gid:\t65533\t65533\t65533\t65533',
+            'CapPrm:\t0000000000000020', 'CapEff:\t0000000000000020', 'CapBnd:\t0000000000000020',
+            'NoNewPrivs:\t1', 'Seccomp:\t2', 'refused', '']
+    check('the job\'s init: own uid, CAP_KILL only, no_new_privs, seccomp; the job cannot signal it',
+          got == want, got)
+    if os.access(PY, os.X_OK):
+        f, rc, c, _ = run(job(PY, '-c', 'import socket\n'
+                              's = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()\n'
+                              'socket.create_connection(s.getsockname(), 2); print("lo up")\n'
+                              'print(*[l.split(":")[0].strip() for l in open("/proc/net/dev")][2:])'))
+        check('namespaces: the job\'s own network has lo, up, and nothing else',
+              streams(f)[0] == b'lo up\nlo\n', streams(f))
+else:
+    print('SKIP - the job\'s namespaces and its init\'s uid (not root: guest-init runs '
+          'the job without namespaces)')
+
+def children(ppid):
+    """The pids whose parent is ppid (processes may vanish while we look)."""
+    out = []
+    for d in os.listdir('/proc'):
+        try:
+            if d.isdigit() and open('/proc/%s/stat' % d).read().rsplit(')', 1)[1].split()[1] == str(ppid):
+                out.append(int(d))
+        except OSError:
+            pass
+    return out
+
+
+# 14. the job's init forwards SIGTERM and reports the job's own status and usage
+c = Conv()
+c.recv()
+c.send(P_JOB, job('sh', '-c', 'trap "echo term; exit 7" TERM; echo ready; sleep 30 & wait'))
+frames = [c.recv(), c.recv()]
+jinit = children(c.proc.pid)
+t0 = time.time()
+for pid in jinit:
+    os.kill(pid, 15)
+frames += c.until_done()
+rc = c.finish()
+check('SIGTERM to the job\'s init reaches the job', len(jinit) == 1 and
+      streams(frames)[0] == b'ready\nterm\n' and u(exit_rec(frames).get(T_EXIT_CODE, b'')) == 7 and
+      time.time() - t0 < 5, (jinit, streams(frames), exit_rec(frames)))
+f, rc, c, _ = run(job('sh', '-c', 'kill -TERM $$'))
+ex = exit_rec(f)
+check('a job killed by SIGTERM reports signal 15', u(ex.get(T_EXIT_SIGNAL, b'')) == 15 and
+      T_EXIT_CODE not in ex, ex)
+f, rc, c, _ = run(job('sh', '-c', 'i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done'))
+ex = exit_rec(f)
+check('CPU time is the job\'s', u(ex.get(T_EXIT_USER_US, b'')) + u(ex.get(T_EXIT_SYS_US, b'')) > 20000, ex)
+f, rc, c, _ = run(job('sh', '-c', 'while :; do :; done',
+                      extra=tlv(T_JOB_TIMEOUT_MS, struct.pack('<Q', 600))))
+ex = exit_rec(f)
+check('a timed-out job still reports its CPU time', u(ex.get(T_EXIT_SIGNAL, b'')) == 9 and
+      u(ex.get(T_EXIT_USER_US, b'')) + u(ex.get(T_EXIT_SYS_US, b'')) > 20000, ex)
+if os.access(PY, os.X_OK):
+    f, rc, c, _ = run(job(PY, '-c', 'b = b"x" * 64000000'))
+    ex = exit_rec(f)
+    check('peak RSS is the job\'s', u(ex.get(T_EXIT_MAXRSS_KIB, b'')) > 60000, ex)
 
 print('guest-init: %d passed, %d failed' % (passes, fails))
 sys.exit(1 if fails else 0)

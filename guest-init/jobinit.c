@@ -1,0 +1,342 @@
+/*
+ * jobinit: the job's init, PID 1 of the job's own namespaces, and the
+ * job's process up to exec.
+ *
+ * guest-init clones the job's init into new PID, mount, IPC and UTS
+ * namespaces, and a new network namespace unless the job has a network
+ * (T_JOB_NET_*: eth0 lives in the guest's). For the job guest-init does not
+ * exist: its /proc is a fresh procfs of its own PID namespace, where PID 1
+ * is "job-init" and ps shows only the job's processes.
+ *
+ * The job's init, still root, makes every mount private, replaces /proc,
+ * brings up lo in a network namespace of its own, then forks the job, which
+ * enters the sandbox (sandbox_enter: cgroup, rlimits, capabilities, uid,
+ * no_new_privs, seccomp) and execs. The init then takes a uid of its own
+ * with CAP_KILL only, no_new_privs and seccomp (sandbox_enter_jobinit) and
+ * from there on only
+ *  - reaps every process orphaned in the namespace,
+ *  - forwards SIGTERM, SIGINT and SIGHUP to the job's main process,
+ *  - kills every process of the job on JOBINIT_KILL from guest-init,
+ *  - reports the main process's wait status and rusage on the status pipe
+ *    when it ends (a PID-namespace init cannot die of the job's signal, so
+ *    its own exit status could not carry it) and exits, which makes the
+ *    kernel kill whatever is left in the namespace.
+ * It stays outside the job's cgroup: a timeout's cgroup.kill or the job's
+ * memory limit ends the job's processes, never the one that reports how.
+ *
+ * Test mode without root cannot create namespaces, so it skips them: the
+ * job's init is then an ordinary child of guest-init (a subreaper, so
+ * orphans still come to it) and kills the job's process group instead.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "init.h"
+#include "util.h"
+
+extern char **environ;
+
+/* ---- the job's process ---- */
+
+static bool env_has(char **env, size_t n, const char *key)
+{
+	size_t kl = strlen(key), i;
+
+	for (i = 0; i < n; i++)
+		if (!strncmp(env[i], key, kl) && env[i][kl] == '=')
+			return true;
+	return false;
+}
+
+/* T_JOB_ENV plus defaults for what the job did not set. */
+static char **job_env(const struct job_spec *js)
+{
+	static const char *const defaults[] = {
+		"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=", "USER=agentuser",
+	};
+	char **env = calloc(js->nenv + ARRAY_SIZE(defaults) + 1, sizeof(*env));
+	char key[16];
+	size_t n = 0, i;
+
+	if (!env)
+		return NULL;
+	for (i = 0; i < js->nenv; i++)
+		env[n++] = js->env[i];
+	for (i = 0; i < ARRAY_SIZE(defaults); i++) {
+		snprintf(key, sizeof(key), "%.*s", (int)strcspn(defaults[i], "="), defaults[i]);
+		if (env_has(js->env, js->nenv, key))
+			continue;
+		if (!strcmp(key, "HOME")) {
+			if (asprintf(&env[n++], "HOME=%s", cfg.workspace) < 0)
+				return NULL;
+		} else {
+			env[n++] = (char *)defaults[i];
+		}
+	}
+	return env;
+}
+
+/* Report a set-up failure through errfd (guest-init turns it into P_ERROR). */
+static _Noreturn void child_fail(int errfd)
+{
+	const char *m = husk_lasterr();
+
+	if (write(errfd, m, strlen(m)) < 0)
+		_exit(125);
+	_exit(125);
+}
+
+static _Noreturn void job_exec(const struct job_spec *js, const struct job_fds *f)
+{
+	sigset_t none;
+	char msg[512];
+	char **env;
+	int e;
+
+	/* The job gets default signal state, not its init's. */
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGPIPE, SIG_DFL);
+	/* Its own session and process group: what test mode kills without a namespace. */
+	if (setsid() < 0) {
+		husk_seterr(errno, "setsid: %s", strerror(errno));
+		child_fail(f->errfd);
+	}
+	if (dup2(f->in, 0) < 0 || dup2(f->out, 1) < 0 || dup2(f->err, 2) < 0) {
+		husk_seterr(errno, "dup2: %s", strerror(errno));
+		child_fail(f->errfd);
+	}
+	env = job_env(js);
+	if (!env) {
+		husk_seterr(ENOMEM, "out of memory for the environment");
+		child_fail(f->errfd);
+	}
+	if (sandbox_enter(js))
+		child_fail(f->errfd);
+	/* After the uid switch, so the agent user's permissions decide. */
+	if (chdir(cfg.workspace) || (js->cwd && chdir(js->cwd))) {
+		husk_seterr(errno, "chdir %s: %s", js->cwd ? js->cwd : cfg.workspace,
+			    strerror(errno));
+		child_fail(f->errfd);
+	}
+	/* execvp searches the PATH of environ, so switch before the call. */
+	environ = env;
+	execvp(js->argv[0], js->argv);
+	e = errno;
+	snprintf(msg, sizeof(msg), "husk-init: cannot execute '%s': %s\n", js->argv[0],
+		 strerror(e));
+	if (write(2, msg, strlen(msg)) < 0)
+		_exit(126);
+	_exit(e == ENOENT || e == ENOTDIR ? 127 : 126);
+}
+
+/* ---- the job's init: set-up ---- */
+
+/* SIGCHLD and what the init acts on; blocked before it exists (no race). */
+static void jobinit_sigset(sigset_t *s)
+{
+	sigemptyset(s);
+	sigaddset(s, SIGCHLD);
+	sigaddset(s, SIGTERM);
+	sigaddset(s, SIGINT);
+	sigaddset(s, SIGHUP);
+	sigaddset(s, JOBINIT_KILL);
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+/*
+ * The init never execs, so guest-init's close-on-exec descriptors (control
+ * socket, signalfd, the guest-init ends of the pipes) would stay open in
+ * it: close every descriptor but stdio and the job's pipe ends.
+ */
+static void close_other_fds(const struct job_fds *f)
+{
+	int keep[] = { 2, f->in, f->out, f->err, f->errfd, f->statfd };
+	unsigned from = 3, last, i, fd;
+	struct rlimit rl;
+
+	qsort(keep, ARRAY_SIZE(keep), sizeof(keep[0]), cmp_int);
+	for (i = 0; i <= ARRAY_SIZE(keep); i++) {
+		if (i < ARRAY_SIZE(keep) && (unsigned)keep[i] < from)
+			continue;
+		last = i < ARRAY_SIZE(keep) ? (unsigned)keep[i] - 1 : ~0u;
+		if (last >= from && close_range(from, last, 0) && errno == ENOSYS) {
+			/* Kernels before 5.9: one by one, up to the descriptor limit. */
+			if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur > 65536)
+				rl.rlim_cur = 65536;
+			for (fd = from; fd <= last && fd < rl.rlim_cur; fd++)
+				close(fd);
+		}
+		if (i < ARRAY_SIZE(keep))
+			from = keep[i] + 1;
+	}
+}
+
+/*
+ * What the job reads as /proc/1/cmdline and comm: our argv strings are
+ * rewritten in place (the init's own copy of guest-init's memory).
+ */
+static void set_title(void)
+{
+	if (cfg.title && cfg.title_len > 1) {
+		memset(cfg.title, 0, cfg.title_len);
+		snprintf(cfg.title, cfg.title_len, "%s", JOBINIT_NAME);
+	}
+	prctl(PR_SET_NAME, JOBINIT_NAME, 0, 0, 0);
+}
+
+/* Inside the new namespaces, as root: private mounts, a fresh /proc, lo. */
+static int ns_setup(const struct job_spec *js)
+{
+	/* Nothing mounted here may propagate back to guest-init's namespace. */
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+		return husk_seterr(errno, "make the job's mounts private: %s", strerror(errno));
+	/* guest-init's procfs goes entirely, not just under the new one. */
+	if (umount2("/proc", MNT_DETACH))
+		return husk_seterr(errno, "unmount guest-init's /proc: %s", strerror(errno));
+	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL))
+		return husk_seterr(errno, "mount the job's /proc: %s", strerror(errno));
+	/* A private network namespace starts with lo down. */
+	return js->net ? 0 : net_lo_up();
+}
+
+/* ---- the job's init: supervision ---- */
+
+static void kill_job(pid_t job)
+{
+	/* In the namespace -1 is everyone but us; without one, the job's group. */
+	if (cfg.namespaces) {
+		kill(-1, SIGKILL);
+	} else {
+		kill(-job, SIGKILL);
+		kill(job, SIGKILL);	/* it may not have called setsid() yet */
+	}
+}
+
+static _Noreturn void report_and_exit(pid_t job, int statfd, int st, const struct rusage *ru)
+{
+	struct jobinit_report r;
+
+	memset(&r, 0, sizeof(r));
+	r.magic = JOBINIT_MAGIC;
+	r.status = st;
+	r.ru = *ru;
+	/* One write below PIPE_BUF: atomic. If it fails guest-init is gone. */
+	if (write(statfd, &r, sizeof(r)) != (ssize_t)sizeof(r))
+		_exit(1);
+	/* Leaving the namespace kills what is left of the job; test mode has none. */
+	if (!cfg.namespaces)
+		kill_job(job);
+	_exit(0);
+}
+
+static _Noreturn void supervise(pid_t job, int statfd)
+{
+	struct rusage ru;
+	siginfo_t si;
+	sigset_t set;
+	pid_t pid;
+	int sig, st;
+
+	jobinit_sigset(&set);
+	for (;;) {
+		sig = sigwaitinfo(&set, &si);
+		if (sig == SIGCHLD) {
+			/* Orphans of the whole namespace come here; only the job counts. */
+			while ((pid = wait4(-1, &st, WNOHANG, &ru)) > 0)
+				if (pid == job)
+					report_and_exit(job, statfd, st, &ru);
+		} else if (sig == JOBINIT_KILL) {
+			kill_job(job);
+		} else if (sig > 0) {
+			kill(job, sig);
+		}
+	}
+}
+
+static _Noreturn void jobinit_main(const struct job_spec *js, const struct job_fds *f)
+{
+	int err = 0;
+	pid_t job;
+
+	close_other_fds(f);
+	set_title();
+	if (setsid() < 0) {
+		husk_seterr(errno, "setsid: %s", strerror(errno));
+		child_fail(f->errfd);
+	}
+	if (cfg.namespaces)
+		err = ns_setup(js);
+	else if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0))
+		err = husk_seterr(errno, "PR_SET_CHILD_SUBREAPER: %s", strerror(errno));
+	if (err)
+		child_fail(f->errfd);
+	job = fork();
+	if (job < 0) {
+		husk_seterr(errno, "fork the job: %s", strerror(errno));
+		child_fail(f->errfd);
+	}
+	if (job == 0) {
+		close(f->statfd);
+		job_exec(js, f);
+	}
+	/* Only the job may hold its pipes: their EOF is how its output ends. */
+	close(f->in);
+	close(f->out);
+	close(f->err);
+	if (sandbox_enter_jobinit()) {
+		kill(job, SIGKILL);
+		child_fail(f->errfd);
+	}
+	/*
+	 * If guest-init dies (test mode: the test gave up on it), so does the
+	 * job. Set after the uid change, which clears it.
+	 */
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	close(f->errfd);
+	supervise(job, f->statfd);
+}
+
+pid_t jobinit_start(const struct job_spec *js, const struct job_fds *f)
+{
+	unsigned long flags = SIGCHLD;
+	sigset_t set, old;
+	long pid;
+	int e;
+
+	if (cfg.namespaces)
+		flags |= CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS |
+			 (js->net ? 0 : CLONE_NEWNET);
+	/* The init must not die of JOBINIT_KILL or SIGTERM sent before it waits for them. */
+	jobinit_sigset(&set);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	/*
+	 * The raw system call, fork-like (no new stack), as bubblewrap does:
+	 * glibc's clone() wants a stack of our own. The child's glibc keeps the
+	 * parent's cached thread id, which only raise() and pthreads would use.
+	 */
+	pid = syscall(SYS_clone, flags, NULL, NULL, NULL, 0);
+	if (pid == 0)
+		jobinit_main(js, f);
+	e = errno;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (pid < 0)
+		return husk_seterr(e, "start the job's init%s: %s",
+				   cfg.namespaces ? " in new namespaces" : "", strerror(e));
+	return pid;
+}
