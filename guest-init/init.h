@@ -84,6 +84,8 @@ struct job_spec {
 	uint32_t net_addr;	/* IPv4, network order */
 	uint32_t net_gw;	/* gateway and DNS server, network order */
 	uint8_t net_prefix;
+	uint8_t net_mac[6];
+	bool have_mac;		/* T_JOB_NET_MAC: set eth0's address first */
 };
 
 /* net.c: lo and eth0 up, address, default route, resolv.conf. */

@@ -159,6 +159,13 @@ static int spec_elem(struct job_spec *js, const struct tlv *t, uint64_t *seen)
 		return tlv_u32(t, &js->net_gw);
 	case T_JOB_NET_PREFIX:
 		return tlv_u8(t, &js->net_prefix);
+	case T_JOB_NET_MAC:
+		/* Unicast, not all zero: what the host's filter will expect. */
+		if (t->len != 6 || (t->val[0] & 1) || !memcmp(t->val, "\0\0\0\0\0\0", 6))
+			return husk_seterr(EINVAL, "job spec has an invalid MAC address");
+		memcpy(js->net_mac, t->val, 6);
+		js->have_mac = true;
+		return 0;
 	}
 	return husk_seterr(EINVAL, "job spec has unknown tag %u", t->tag);
 }

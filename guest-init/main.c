@@ -186,6 +186,12 @@ static void seed_rng(const uint8_t *seed, size_t len)
 	fd = open("/dev/urandom", O_WRONLY | O_CLOEXEC);
 	if (fd < 0 || ioctl(fd, RNDADDENTROPY, info))
 		fatal("credit the RNG seed to /dev/urandom: %s", strerror(errno));
+	/*
+	 * A VM restored from a template carries the template's CRNG state:
+	 * reseed now, so no two clones hand out the same random bytes.
+	 */
+	if (ioctl(fd, RNDRESEEDCRNG, 0))
+		fatal("reseed the kernel's CRNG: %s", strerror(errno));
 	close(fd);
 	free(info);
 }
@@ -238,13 +244,40 @@ static void send_tlv(uint16_t type, struct tlv_buf *b)
 	tlv_free(b);
 }
 
+/*
+ * HELLO, then the job. A VM restored from a template wakes up here with
+ * its connection gone (the device's transport reset: ECONNRESET): it
+ * belonged to the VM process that made the template. Connect again, to the
+ * VM process that restored us, and say HELLO there.
+ */
+#define RECONNECTS_MAX 20
+
+static void send_hello(void)
+{
+	struct tlv_buf b;
+
+	tlv_init(&b);
+	tlv_put_str(&b, T_INIT_VERSION, INIT_VERSION);
+	send_tlv(P_HELLO, &b);
+}
+
 static void receive_job(struct job_spec *js)
 {
 	struct proto_hdr h;
 	uint8_t *p;
+	int err, again = 0;
 
-	if (proto_recv(cfg.ctl, &h, &p))
-		fatal("waiting for the job: %s", husk_lasterr());
+	for (;;) {
+		err = proto_recv(cfg.ctl, &h, &p);
+		if (!err)
+			break;
+		if (cfg.test_mode || (err != -ECONNRESET && err != -EPIPE) ||
+		    again++ == RECONNECTS_MAX)
+			fatal("waiting for the job: %s", husk_lasterr());
+		close(cfg.ctl);
+		cfg.ctl = connect_host();
+		send_hello();
+	}
 	if (h.type == P_ERROR)
 		fatal_quiet("host sent an error: %.*s", (int)(h.len < 300 ? h.len : 300),
 			    p ? (char *)p : "");
@@ -332,7 +365,6 @@ int main(int argc, char **argv)
 {
 	struct job_spec js;
 	struct job_result res;
-	struct tlv_buf b;
 	sigset_t chld;
 	int err;
 
@@ -366,10 +398,7 @@ int main(int argc, char **argv)
 		cfg.ctl = connect_host();
 	}
 
-	tlv_init(&b);
-	tlv_put_str(&b, T_INIT_VERSION, INIT_VERSION);
-	send_tlv(P_HELLO, &b);
-
+	send_hello();
 	receive_job(&js);
 	if (!cfg.test_mode) {
 		set_clock(js.clock_ns);

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
+#include <net/if_arp.h>
 #include <net/route.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -107,6 +108,26 @@ static int resolv_conf(uint32_t gw)
 	return 0;
 }
 
+/*
+ * A template's clones share the NIC the template booted with: each gets
+ * its own address from the job, set while the link is still down.
+ */
+static int if_mac(int s, const struct job_spec *js)
+{
+	struct ifreq ifr;
+
+	if (!js->have_mac)
+		return 0;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), NET_DEV);
+	ifr.ifr_hwaddr.sa_family = ARPHRD_ETHER;
+	memcpy(ifr.ifr_hwaddr.sa_data, js->net_mac, 6);
+	if (ioctl(s, SIOCSIFHWADDR, &ifr) < 0)
+		return husk_seterr(errno, "setting the MAC address of %s: %s", NET_DEV,
+				   strerror(errno));
+	return 0;
+}
+
 int net_lo_up(void)
 {
 	int s, err;
@@ -129,6 +150,8 @@ int net_setup(const struct job_spec *js)
 	if (s < 0)
 		return husk_seterr(errno, "AF_INET socket: %s", strerror(errno));
 	err = if_up(s, "lo");
+	if (!err)
+		err = if_mac(s, js);
 	if (!err)
 		err = if_addr(s, js);
 	if (!err)

@@ -67,6 +67,7 @@ enum proto_tag {
 	T_JOB_NET_ADDR = 15,	/* u32 guest IPv4 for eth0 (network order); else no net */
 	T_JOB_NET_GW = 16,	/* u32 default gateway and DNS server (network order) */
 	T_JOB_NET_PREFIX = 17,	/* u8 prefix length of T_JOB_NET_ADDR (1..32) */
+	T_JOB_NET_MAC = 18,	/* 6 bytes: eth0's address (a template's clones differ) */
 	/* P_EXIT */
 	T_EXIT_CODE = 32,	/* u32, when the job exited */
 	T_EXIT_SIGNAL = 33,	/* u32, when a signal killed it */
