@@ -65,7 +65,7 @@ static int parse_create(int argc, char **argv, struct template_opts *o)
 	uint64_t v;
 	int c, err = 0;
 
-	while (!err && (c = getopt_long(argc, argv, "+:", opts, NULL)) != -1) {
+	while (!err && (c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
 		switch (c) {
 		case O_KERNEL:
 			r->kernel = optarg;
@@ -144,7 +144,7 @@ static int parse_simple(int argc, char **argv, struct template_opts *o, bool jso
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "+:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
 		switch (c) {
 		case O_DIR:
 			o->dir = optarg;

@@ -84,6 +84,13 @@ struct sup {
 	uint64_t kill_at;		/* SIGKILL the VM process then, 0 = not yet */
 	int result_fd;			/* --result FILE, opened at the start */
 	char error[512];		/* the supervisor's own reason to end the run */
+	/* Templates: the options with the template's machine, and its files. */
+	struct run_opts eff;
+	struct run_tpl tpl;
+	int net_sink;			/* a template NIC's other end under --net none */
+	/* The CPU quota while the guest boots (or restores), and for the job. */
+	unsigned cpu_boot, cpu_job;
+	uint64_t start;
 };
 
 /* ---- default images ---- */
@@ -244,6 +251,11 @@ static int spawn_vm(struct sup *S, uint64_t start)
 	a.jail = S->jail;
 	a.uid = S->uid;
 	a.gid = S->uid;
+	a.tpl_state_fd = S->tpl.state_memfd;
+	a.tpl_mem_fd = S->tpl.open ? S->tpl.t.mem_fd : -1;
+	a.snapshot = S->o->template_create;
+	a.snap_state_fd = S->tpl.n.state_fd;
+	a.snap_mem_fd = S->tpl.n.mem_fd;
 
 	fflush(NULL);
 	S->pid = S->o->no_jail ? fork() : jail_fork(JAIL_NEWNET);
@@ -253,7 +265,8 @@ static int spawn_vm(struct sup *S, uint64_t start)
 		return husk_seterr(errno, "cannot fork the VM process: %s", strerror(errno));
 	}
 	if (S->pid == 0) {
-		int keep[] = { sv[1], a.put_fd, a.console_fd, a.tap_fd };
+		int keep[] = { sv[1], a.put_fd, a.console_fd, a.tap_fd, a.tpl_state_fd,
+			       a.tpl_mem_fd, a.snap_state_fd, a.snap_mem_fd, S->net_sink };
 
 		/* Dies with the supervisor, whatever kills it (jail_fork does it too). */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -307,6 +320,18 @@ static bool discarding(const struct sup *S)
 	return S->stopping || S->error[0];
 }
 
+/*
+ * guest-init is up: the boot (or restore) is over, and with it the boot's
+ * CPU quota. From here on the VM has what --cpus says.
+ */
+static void on_ready(struct sup *S)
+{
+	if (S->cg_on && S->cpu_job && S->cpu_job != S->cpu_boot &&
+	    cgroup_set_cpu(&S->cg, S->cpu_job))
+		husk_msg("warning: cannot set the job's CPU quota: %s", husk_lasterr());
+	S->cpu_boot = S->cpu_job;
+}
+
 /* Take one message from the VM process into S->msg: 1 taken, 0 none waiting, -1 gone. */
 static int recv_chan(struct sup *S)
 {
@@ -326,6 +351,10 @@ static int recv_chan(struct sup *S)
 		return -1;
 	}
 	memcpy(&h, S->msg, sizeof(h));
+	if (h.type == CHAN_READY) {
+		on_ready(S);
+		return 1;
+	}
 	if (discarding(S))
 		return 1;
 	if (h.type != CHAN_GET_DATA && h.type != CHAN_GET_END) {
@@ -481,8 +510,10 @@ static void collect(struct sup *S, uint64_t start)
 		r->reason = VM_STOP_HOST_ERROR;
 }
 
-static int exit_status(const struct run_result *r)
+static int exit_status(const struct run_opts *o, const struct run_result *r)
 {
+	if (o->template_create)
+		return r->error[0] ? RUN_EXIT_FAILURE : 0;
 	if (r->timed_out)
 		return RUN_EXIT_TIMEOUT;
 	if (r->job_exited && !r->error[0])
@@ -532,6 +563,15 @@ static int setup_jail(struct sup *S)
  * host without the controllers (or without root) runs the VM uncapped and
  * says so; the JSON record shows "cgroup": null.
  */
+static unsigned boot_quota(unsigned vcpus)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (n < 1)
+		n = 1;
+	return (vcpus < (unsigned long)n ? vcpus : (unsigned)n) * 1000;
+}
+
 static void setup_cgroup(struct sup *S)
 {
 	const struct run_opts *o = S->o;
@@ -544,6 +584,17 @@ static void setup_cgroup(struct sup *S)
 	cgroup_limits_for_vm(&l, o->mem_mib << 20, o->vcpus);
 	if (o->cpu_milli)
 		l.cpu_milli = o->cpu_milli;
+	/*
+	 * Booting (or restoring) is husk's work, not the job's: a whole CPU per
+	 * vCPU (as many as the host has) until guest-init is up, which the boot
+	 * allowance bounds; then --cpus (on_ready).
+	 */
+	S->cpu_job = l.cpu_milli;
+	S->cpu_boot = boot_quota(o->vcpus);
+	if (S->cpu_boot > S->cpu_job)
+		l.cpu_milli = S->cpu_boot;
+	else
+		S->cpu_boot = S->cpu_job;
 	if (o->pids_max)
 		l.pids = o->pids_max;
 	if (cgroup_create(&S->cg, &l)) {
@@ -622,17 +673,48 @@ static void deliver_record(struct sup *S)
 
 /* ---- the run ---- */
 
+/*
+ * A template made with a NIC restores with one; under --net none it gets a
+ * socket pair instead of a tap: what the guest sends goes nowhere, nothing
+ * ever arrives (guest-init leaves eth0 down without a network anyway).
+ */
+static int black_hole_nic(struct sup *S)
+{
+	static const uint8_t mac[6] = { 0x02, 0x68, 0x75, 0x73, 0x6b, 0x00 };
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0)
+		return husk_seterr(errno, "socketpair: %s", strerror(errno));
+	S->tap_fd = sv[0];
+	S->net_sink = sv[1];
+	memcpy(S->mac, mac, sizeof(mac));
+	return 0;
+}
+
 static int prepare(struct sup *S)
 {
 	const struct run_opts *o = S->o;
 	int err;
 
-	err = find_image(o->kernel, "HUSK_KERNEL", "vmlinux", S->kernel, sizeof(S->kernel));
-	if (!err)
-		err = find_image(o->rootfs, "HUSK_ROOTFS", "rootfs.ext4", S->rootfs,
-				 sizeof(S->rootfs));
-	if (err)
-		return err;
+	if (o->template_name && !o->template_create) {
+		/* The template's images; a --kernel or --rootfs given must be them. */
+		err = run_tpl_open(&S->tpl, &S->eff, S->rootfs, sizeof(S->rootfs));
+		if (err)
+			return err;
+		snprintf(S->kernel, sizeof(S->kernel), "%s", S->tpl.t.meta.kernel_path);
+		S->r->from_template = true;
+		S->r->t_restore_open = now_us() - S->start;
+	} else {
+		err = find_image(o->kernel, "HUSK_KERNEL", "vmlinux", S->kernel,
+				 sizeof(S->kernel));
+		if (!err)
+			err = find_image(o->rootfs, "HUSK_ROOTFS", "rootfs.ext4", S->rootfs,
+					 sizeof(S->rootfs));
+		if (!err && o->template_create)
+			err = run_tpl_begin(&S->tpl, o, S->kernel, S->rootfs);
+		if (err)
+			return err;
+	}
 	clean_stale_rundirs();
 	if (o->net == RUN_NET_EGRESS)
 		run_net_clean_stale();
@@ -659,6 +741,10 @@ static int prepare(struct sup *S)
 		err = run_net_setup(&S->net, o, &S->tap_fd, S->mac, &S->lease);
 		if (err)
 			return err;
+	} else if (S->r->from_template && S->tpl.t.meta.net) {
+		err = black_hole_nic(S);
+		if (err)
+			return err;
 	}
 	setup_cgroup(S);
 	err = setup_jail(S);
@@ -678,8 +764,13 @@ int run_job(const struct run_opts *o, uint64_t start, struct run_result *r)
 
 	memset(r, 0, sizeof(*r));
 	memset(&S, 0, sizeof(S));
-	S.o = o;
+	/* A template may change the machine: everything reads S.o from here. */
+	S.eff = *o;
+	S.o = o = &S.eff;
 	S.r = r;
+	S.start = start;
+	S.net_sink = -1;
+	run_tpl_init(&S.tpl);
 	S.dir_lock = S.tap_fd = S.console_fd = S.chan = S.sfd = S.pidfd = S.uid_lock = -1;
 	S.result_fd = -1;
 	run_files_init(&S.files, o);
@@ -695,6 +786,7 @@ int run_job(const struct run_opts *o, uint64_t start, struct run_result *r)
 	}
 	sr = &S.sh->vm;
 	sr->t_first_run = sr->t_init = sr->t_job_start = sr->t_job_end = sr->t_exit = -1;
+	sr->t_restored = -1;
 	r->start_epoch_us = wall_us() - (now_us() - start);
 	S.backstop = start + o->timeout_sec * 1000000u +
 		     (kvm_host_is_pvm() ? PVM_BACKSTOP_US : BACKSTOP_US);
@@ -714,7 +806,13 @@ int run_job(const struct run_opts *o, uint64_t start, struct run_result *r)
 		r->reason = VM_STOP_HOST_ERROR;
 	run_net_teardown(S.net, r);
 	teardown_cgroup(&S);
-	r->exit_code = exit_status(r);
+	if (o->template_create && !r->error[0] &&
+	    run_tpl_finish(&S.tpl, &S.sh->vm, r))
+		snprintf(r->error, sizeof(r->error), "template %s: %s", o->template_name,
+			 husk_lasterr());
+	if (o->template_create && !r->error[0] && !r->template_data && !S.sh->vm.saved)
+		snprintf(r->error, sizeof(r->error), "the VM was not saved");
+	r->exit_code = exit_status(o, r);
 	commit = r->job_exited && !r->error[0] &&
 		 (o->get_always || (r->exit_code == 0 && !r->timed_out));
 	r->files_committed = run_files_close(&S.files, commit);
@@ -741,6 +839,9 @@ int run_job(const struct run_opts *o, uint64_t start, struct run_result *r)
 		r->jailed = false;
 	munmap(S.sh, sizeof(*S.sh));
 	free(S.msg);
+	run_tpl_close(&S.tpl);
+	if (S.net_sink >= 0)
+		close(S.net_sink);
 	r->t_teardown = now_us() - start;
 	deliver_record(&S);
 	if (S.result_fd >= 0)

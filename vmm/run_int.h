@@ -48,6 +48,7 @@ enum chan_down {
 enum chan_up {
 	CHAN_GET_DATA = 16,	/* idx, then bytes of that --get's tar stream */
 	CHAN_GET_END,		/* idx: that stream is complete */
+	CHAN_READY,		/* guest-init said HELLO: boot (or restore) is over */
 };
 
 struct chan_hdr {
@@ -83,6 +84,12 @@ struct run_vm_report {
 	char error[512];
 	/* Microseconds since husk's start; -1 when a phase was not reached. */
 	int64_t t_first_run, t_init, t_job_start, t_job_end, t_exit;
+	int64_t t_restored;		/* a template's state was set on the new VM */
+	/* template create: what the VM process saved. */
+	uint8_t saved;
+	uint32_t nr_devices;
+	uint32_t devices[8];		/* virtio device ids in slot order */
+	uint64_t mem_data;		/* guest RAM bytes written to the image */
 };
 
 /* Shared by the two processes (an anonymous MAP_SHARED mapping). */
@@ -116,6 +123,11 @@ struct run_vm_args {
 	bool jail;			/* full jail (root and not --no-jail) */
 	uid_t uid;
 	gid_t gid;
+	/* Templates. */
+	int tpl_state_fd;		/* -1, or a memfd: the template's checked state file */
+	int tpl_mem_fd;			/* -1, or its memory image, read-only */
+	bool snapshot;			/* template create: save at guest-init's HELLO */
+	int snap_state_fd, snap_mem_fd;	/* where to save (the temporary template) */
 };
 
 /* The VM process's whole life; returns its exit status. */
@@ -158,6 +170,36 @@ int run_files_get_end(struct run_files *f, unsigned idx);
  * husk_lasterr().
  */
 bool run_files_close(struct run_files *f, bool commit);
+
+/* ---- run_template.c: templates (supervisor) ---- */
+
+#include "template.h"
+
+struct run_tpl {
+	int dirfd;
+	/* husk run --template: the template being restored */
+	struct template t;
+	bool open;
+	int state_memfd;		/* its checked state, sealed, for the VM process */
+	/* husk template create */
+	struct template_new n;
+	struct template_meta meta;
+	bool creating;			/* not committed yet: abort removes it */
+};
+void run_tpl_init(struct run_tpl *T);
+/*
+ * Open o->template_name for a restore and check it; o gets the template's
+ * machine (memory, vCPUs), rootfs the image path the VM must use. -errno.
+ */
+int run_tpl_open(struct run_tpl *T, struct run_opts *o, char *rootfs, size_t len);
+/* Start making o->template_name from these images (digests computed here). */
+int run_tpl_begin(struct run_tpl *T, const struct run_opts *o, const char *kernel,
+		  const char *rootfs);
+/* The VM process saved the VM: check, complete and commit the template. */
+int run_tpl_finish(struct run_tpl *T, const struct run_vm_report *rep,
+		   struct run_result *r);
+/* Close; a template that was not finished is removed. */
+void run_tpl_close(struct run_tpl *T);
 
 /* ---- run_net.c: --net egress (supervisor) ---- */
 

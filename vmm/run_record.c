@@ -66,6 +66,7 @@ void run_report_import(struct run_result *r, const struct run_vm_report *v,
 	r->t_job_start = timing(v->t_job_start, elapsed);
 	r->t_job_end = timing(v->t_job_end, elapsed);
 	r->t_exit = timing(v->t_exit, elapsed);
+	r->t_restore_vm = timing(v->t_restored, elapsed);
 }
 
 /* "cgroup": the VM process's group on the host and what it used. */
@@ -141,8 +142,9 @@ static void print_dns(FILE *f, const struct run_result *r)
 
 void run_record_json(FILE *f, const struct run_result *r)
 {
-	fprintf(f, "{\"schema\":\"%s\",\"exit_code\":%d,\"job\":{\"started\":%s,\"exited\":%s,",
-		RUN_RECORD_SCHEMA, r->exit_code,
+	fprintf(f, "{\"schema\":\"%s\",\"exit_code\":%d,\"start\":\"%s\","
+		"\"job\":{\"started\":%s,\"exited\":%s,",
+		RUN_RECORD_SCHEMA, r->exit_code, r->from_template ? "template" : "cold",
 		r->job_started ? "true" : "false", r->job_exited ? "true" : "false");
 	if (r->job_exited && !r->job_signal)
 		fprintf(f, "\"exit\":%d,\"signal\":null,", r->job_code);
@@ -163,12 +165,15 @@ void run_record_json(FILE *f, const struct run_result *r)
 		"\"stderr_dropped\":%llu},\"files_committed\":%s,"
 		"\"start_epoch_us\":%llu,\"timings_us\":{\"process_start\":0,"
 		"\"first_kvm_run\":%lld,\"init\":%lld,\"job_start\":%lld,\"job_end\":%lld,"
-		"\"vm_exit\":%lld,\"teardown\":%lld}",
+		"\"vm_exit\":%lld,\"teardown\":%lld,\"template_checked\":%lld,"
+		"\"vm_restored\":%lld}",
 		(unsigned long long)r->stdout_bytes, (unsigned long long)r->stderr_bytes,
 		(unsigned long long)r->stdout_dropped, (unsigned long long)r->stderr_dropped,
 		r->files_committed ? "true" : "false", (unsigned long long)r->start_epoch_us,
 		(long long)r->t_first_run, (long long)r->t_init, (long long)r->t_job_start,
-		(long long)r->t_job_end, (long long)r->t_exit, (long long)r->t_teardown);
+		(long long)r->t_job_end, (long long)r->t_exit, (long long)r->t_teardown,
+		(long long)(r->from_template ? r->t_restore_open : -1),
+		(long long)(r->from_template ? r->t_restore_vm : -1));
 	fprintf(f, ",\"jail\":{\"confined\":%s,\"uid\":", r->jailed ? "true" : "false");
 	if (r->jailed)
 		fprintf(f, "%u}", r->jail_uid);

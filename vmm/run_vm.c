@@ -37,7 +37,9 @@
 #include "proto.h"
 #include "run_int.h"
 #include "seccomp.h"
+#include "template.h"
 #include "util.h"
+#include "vm_snapshot.h"
 
 #define BOOT_ALLOWANCE_US (60ull * 1000000)	/* boot + teardown beyond --timeout */
 #define PVM_BOOT_ALLOWANCE_US (1800ull * 1000000)
@@ -87,6 +89,12 @@ struct rvm {
 	uint64_t stall_us, write_stall_us;
 	uint64_t last_rx;		/* last byte from guest-init */
 	uint64_t last_tx;		/* last byte guest-init took, or when q filled */
+	/* A template to restore (run --template). */
+	uint8_t *tpl;
+	size_t tpl_len;
+	struct snap *snap;
+	struct template_meta meta;
+	struct vm_restore restore;
 };
 
 static int fail(struct rvm *R, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -284,6 +292,8 @@ static int send_job(struct rvm *R)
 		tlv_put_u32(&b, T_JOB_NET_ADDR, l->guest.s_addr);
 		tlv_put_u32(&b, T_JOB_NET_GW, l->host.s_addr);
 		tlv_put_u8(&b, T_JOB_NET_PREFIX, l->prefixlen);
+		/* A template's clone must not keep the MAC the template booted with. */
+		tlv_put(&b, T_JOB_NET_MAC, R->a->mac, 6);
 	}
 	if (b.failed) {
 		tlv_free(&b);
@@ -394,6 +404,35 @@ static int on_files_out(struct rvm *R, uint8_t **pp, uint32_t len)
 	return 0;
 }
 
+/*
+ * template create: guest-init waits for a job; save the VM as it is. The
+ * supervisor completes the template from what lands in the two files.
+ */
+static int save_template(struct rvm *R)
+{
+	struct snap_writer w;
+	unsigned n = 0;
+	int err;
+
+	vm_stop(R->vm, VM_STOP_SAVED, 0, "saved as a template");
+	vm_join(R->vm);
+	snap_writer_init(&w);
+	err = vm_snapshot(R->vm, &w, R->a->snap_mem_fd, &R->r->mem_data, R->r->devices, &n);
+	if (!err)
+		err = snap_finish(&w);
+	if (!err) {
+		err = write_all_at(R->a->snap_state_fd, w.data, w.len, 0);
+		if (err)
+			husk_seterr(err, "cannot write the template's state: %s", strerror(-err));
+	}
+	snap_writer_free(&w);
+	if (err)
+		return fail(R, "cannot save the VM: %s", husk_lasterr());
+	R->r->nr_devices = n;
+	R->r->saved = 1;
+	return 1;
+}
+
 /* Handle one frame: <0 ends the run as a failure, 1 ends the conversation. */
 static int on_frame(struct rvm *R, const struct proto_hdr *h, uint8_t **pp)
 {
@@ -404,6 +443,11 @@ static int on_frame(struct rvm *R, const struct proto_hdr *h, uint8_t **pp)
 	case P_HELLO:
 		if (R->state != S_HELLO)
 			return fail(R, "guest sent HELLO twice");
+		/* The boot is over: the supervisor may give the job its own CPU quota. */
+		if (chan_try(R, CHAN_READY, 0, NULL, 0) < 0)
+			return fail(R, "%s", husk_lasterr());
+		if (R->a->snapshot)
+			return save_template(R);
 		R->state = S_RUNNING;
 		if (send_job(R))
 			return fail(R, "cannot send the job: %s", husk_lasterr());
@@ -666,7 +710,8 @@ static int enter_jail(struct rvm *R)
 		.uid = a->uid,
 		.gid = a->gid,
 		.nofile = 1024,			/* vsock connections, eventfds, KVM fds */
-		.fsize = 256ull << 20,		/* the console log is capped at 64 MiB */
+		/* The console log is capped at 64 MiB; a template's image is RAM's size. */
+		.fsize = a->snapshot ? (R->o->mem_mib << 20) + (64ull << 20) : 256ull << 20,
 		.nproc = R->o->vcpus + 8,	/* main, device loop, vCPUs, slack */
 	};
 	int err;
@@ -696,6 +741,36 @@ static int wait_go(int chan)
 	return 0;
 }
 
+/* The state file the supervisor checked, parsed again here (it is small). */
+static int load_template(struct rvm *R)
+{
+	struct stat st;
+	int err;
+
+	if (fstat(R->a->tpl_state_fd, &st) < 0 || st.st_size < SNAP_HEADER_LEN ||
+	    st.st_size > SNAP_MAX_LEN)
+		return husk_seterr(EINVAL, "the template's state did not arrive");
+	R->tpl_len = st.st_size;
+	R->tpl = malloc(R->tpl_len);
+	if (!R->tpl)
+		return husk_seterr(ENOMEM, "out of memory for the template's state");
+	err = read_exact_at(R->a->tpl_state_fd, R->tpl, R->tpl_len, 0);
+	if (err)
+		return husk_seterr(err, "cannot read the template's state: %s", strerror(-err));
+	R->snap = malloc(sizeof(*R->snap));
+	if (!R->snap)
+		return husk_seterr(ENOMEM, "out of memory for the template's state");
+	err = snap_parse(R->tpl, R->tpl_len, R->snap);
+	if (!err)
+		err = template_meta_read(R->snap, &R->meta);
+	if (err)
+		return err;
+	R->restore.snap = R->snap;
+	R->restore.meta = &R->meta;
+	R->restore.mem_fd = R->a->tpl_mem_fd;
+	return 0;
+}
+
 static int setup(struct rvm *R)
 {
 	const struct run_vm_args *a = R->a;
@@ -714,6 +789,12 @@ static int setup(struct rvm *R)
 	R->sfd = stop_signalfd();
 
 	memset(&cfg, 0, sizeof(cfg));
+	if (a->tpl_state_fd >= 0) {
+		err = load_template(R);
+		if (err)
+			return err;
+		cfg.restore = &R->restore;
+	}
 	cfg.net_tap_fd = a->tap_fd;
 	memcpy(cfg.net_mac, a->mac, sizeof(cfg.net_mac));
 	cfg.kernel_path = a->kernel;
@@ -729,6 +810,8 @@ static int setup(struct rvm *R)
 	err = vm_create(R->vm, &cfg, a->start);
 	if (err)
 		return err;
+	if (cfg.restore)
+		R->r->t_restored = since_start(R);
 	/* Everything is open: lock the process in before the guest runs. */
 	if (!o->no_jail) {
 		err = enter_jail(R);
@@ -737,7 +820,8 @@ static int setup(struct rvm *R)
 	}
 	err = vm_start(R->vm);
 	if (!err && !o->no_jail)
-		err = seccomp_install(SECCOMP_KIND_RUN_VM_MAIN);
+		err = seccomp_install(a->snapshot ? SECCOMP_KIND_TEMPLATE_MAIN :
+				      SECCOMP_KIND_RUN_VM_MAIN);
 	if (err)
 		return err;
 	if (R->vm->kvm.pvm)
@@ -785,7 +869,7 @@ int run_vm_main(const struct run_vm_args *a)
 	if (r->t_init < 0 && R.vm->t.event[HUSK_EV_INIT])
 		r->t_init = R.vm->t.event[HUSK_EV_INIT] - a->start;
 	if (!r->error[0] && !r->job_exited && R.vm->reason != VM_STOP_SIGNAL &&
-	    R.vm->reason != VM_STOP_TIMEOUT)
+	    R.vm->reason != VM_STOP_TIMEOUT && !r->saved)
 		snprintf(r->error, sizeof(r->error), "the VM stopped before the job finished: %s",
 			 R.vm->detail);
 	if (R.vm->reason == VM_STOP_TIMEOUT && !r->job_exited)
@@ -797,6 +881,8 @@ int run_vm_main(const struct run_vm_args *a)
 	proto_reader_free(&R.rd);
 	proto_outq_free(&R.q);
 	free(R.up.buf);
+	free(R.snap);
+	free(R.tpl);
 	free(R.vm);
 	return 0;
 }

@@ -64,7 +64,7 @@ struct arg_check {
 	uint8_t op;
 	uint8_t arg;		/* 0..5 */
 	uint8_t n;
-	uint32_t v[6];
+	uint32_t v[20];
 };
 
 struct rule {
@@ -174,27 +174,50 @@ static const struct rule boot_main_rules[] = {
  * control socket, the supervisor channel, stdin and the signalfd, then
  * vm_destroy(). Host files are the supervisor's: no open, mkdir, rename.
  */
+#define RUN_MAIN_RULES \
+	ALLOW(poll),		/* the job loop; proto_send()'s bounded wait */ \
+	ALLOW(read),		/* control socket, stdin, signalfd, the loop's wake fd */ \
+	ALLOW(sendmsg),		/* frames to guest-init, messages to the supervisor */ \
+	ALLOW(recvfrom),	/* recv() from the supervisor channel */ \
+	ALLOW(recvmsg), \
+	ALLOW(accept4),		/* guest-init's control connection */ \
+	ALLOW(pread64),		/* --put streams from the fd the supervisor passed */ \
+	ALLOW(getrandom),	/* the job's RNG seed */ \
+	KICK_RULES,		/* deadline, signals and failures stop the VM from here */ \
+	ALLOW(close), \
+	ALLOW(sendto),		/* teardown: vsock tells waiting host clients the VM stopped */ \
+	ALLOW(munmap),		/* teardown: vCPU run areas, guest RAM; large frees */ \
+	ALLOW(brk),		/* malloc: frames, the job description, zlib */ \
+	CHECKED(mmap, CLEAR(2, PROT_EXEC)), \
+	ALLOW(mremap),		/* realloc of large buffers */ \
+	/* \
+	 * virtio-vsock's teardown unlinks its socket; the supervisor removes \
+	 * the whole runtime directory, so a quiet EPERM is enough here. \
+	 */ \
+	REFUSE(unlink, EPERM)
+
 static const struct rule run_main_rules[] = {
-	ALLOW(poll),		/* the job loop; proto_send()'s bounded wait */
-	ALLOW(read),		/* control socket, stdin, signalfd, the loop's wake fd */
-	ALLOW(sendmsg),		/* frames to guest-init, messages to the supervisor */
-	ALLOW(recvfrom),	/* recv() from the supervisor channel */
-	ALLOW(recvmsg),
-	ALLOW(accept4),		/* guest-init's control connection */
-	ALLOW(pread64),		/* --put streams from the fd the supervisor passed */
-	ALLOW(getrandom),	/* the job's RNG seed */
-	KICK_RULES,		/* deadline, signals and failures stop the VM from here */
-	ALLOW(close),
-	ALLOW(sendto),		/* teardown: vsock tells waiting host clients the VM stopped */
-	ALLOW(munmap),		/* teardown: vCPU run areas, guest RAM; large frees */
-	ALLOW(brk),		/* malloc: frames, the job description, zlib */
-	CHECKED(mmap, CLEAR(2, PROT_EXEC)),
-	ALLOW(mremap),		/* realloc of large buffers */
-	/*
-	 * virtio-vsock's teardown unlinks its socket; the supervisor removes
-	 * the whole runtime directory, so a quiet EPERM is enough here.
-	 */
-	REFUSE(unlink, EPERM),
+	RUN_MAIN_RULES,
+};
+
+/*
+ * husk template create's VM process: the same loop, and at guest-init's
+ * HELLO vm_snapshot(): only KVM's read-out calls, the vCPUs' last KVM_RUN
+ * (immediate_exit, pending I/O), and the two files the supervisor opened.
+ */
+static const struct rule template_main_rules[] = {
+	CHECKED(ioctl, IN(1, KVM_RUN, KVM_GET_REGS, KVM_GET_SREGS, KVM_GET_XSAVE,
+#ifdef KVM_GET_XSAVE2
+			  KVM_GET_XSAVE2,
+#endif
+			  KVM_GET_XCRS, KVM_GET_DEBUGREGS, KVM_GET_LAPIC, KVM_GET_MSRS,
+			  KVM_GET_MP_STATE, KVM_GET_VCPU_EVENTS, KVM_GET_CPUID2, KVM_GET_CLOCK,
+			  KVM_GET_IRQCHIP, KVM_GET_PIT2, KVM_GET_MSR_INDEX_LIST,
+			  KVM_CHECK_EXTENSION)),
+	ALLOW(pwrite64),	/* the state file and the RAM image */
+	ALLOW(ftruncate),	/* the image's size: holes for untouched RAM */
+	ALLOW(mincore),		/* which RAM pages the guest ever touched */
+	RUN_MAIN_RULES,
 };
 
 /*
@@ -233,6 +256,8 @@ static const struct rule_list lists[SECCOMP_KIND__COUNT] = {
 				       ARRAY_SIZE(run_main_rules) },
 	[SECCOMP_KIND_DNS_HELPER] = { "DNS helper", dns_helper_rules,
 				      ARRAY_SIZE(dns_helper_rules) },
+	[SECCOMP_KIND_TEMPLATE_MAIN] = { "template VM main", template_main_rules,
+					 ARRAY_SIZE(template_main_rules) },
 };
 
 const char *seccomp_kind_name(enum seccomp_kind kind)

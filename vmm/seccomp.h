@@ -42,6 +42,7 @@ enum seccomp_kind {
 	SECCOMP_KIND_BOOT_MAIN,		/* husk boot's main thread after vm_start() */
 	SECCOMP_KIND_RUN_VM_MAIN,	/* husk run's VM process main thread after vm_start() */
 	SECCOMP_KIND_DNS_HELPER,	/* the DNS helper process (dns_helper.c), its one thread */
+	SECCOMP_KIND_TEMPLATE_MAIN,	/* husk template create's VM process main thread */
 	SECCOMP_KIND__COUNT,
 };
 

@@ -279,6 +279,19 @@ void snap_put(struct snap_writer *w, uint16_t tag, const void *val, uint32_t len
 		memcpy(p + TLV_HDR_LEN, val, len);
 }
 
+void snap_put_raw(struct snap_writer *w, const void *p, size_t len)
+{
+	uint8_t *d;
+
+	if (!w->open) {
+		w->failed = true;
+		return;
+	}
+	d = grow(w, len);
+	if (d && len)
+		memcpy(d, p, len);
+}
+
 void snap_put_u64(struct snap_writer *w, uint16_t tag, uint64_t v)
 {
 	uint8_t b[8];

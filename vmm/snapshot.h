@@ -83,6 +83,8 @@ void snap_put(struct snap_writer *w, uint16_t tag, const void *val, uint32_t len
 void snap_put_u64(struct snap_writer *w, uint16_t tag, uint64_t v);
 void snap_put_str(struct snap_writer *w, uint16_t tag, const char *s);
 void snap_end(struct snap_writer *w);
+/* Append already-encoded TLV elements (a section copied from another file). */
+void snap_put_raw(struct snap_writer *w, const void *p, size_t len);
 /* Seal: fills the header. The file is w->data, w->len bytes. -errno. */
 int snap_finish(struct snap_writer *w);
 

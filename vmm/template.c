@@ -291,7 +291,7 @@ static void take_sample(void *arg, uint64_t off, const uint8_t *page)
 	}
 }
 
-int template_memory_section(int fd, uint64_t size, struct snap_writer *w)
+int template_memory_section(int fd, uint64_t size, struct snap_writer *w, uint64_t *data)
 {
 	uint8_t digest[SNAP_SHA256_LEN];
 	struct sha256_ctx c;
@@ -311,6 +311,8 @@ int template_memory_section(int fd, uint64_t size, struct snap_writer *w)
 		snap_begin(w, SNAP_MEMORY, 0);
 		snap_put_u64(w, T_MEM_SIZE, size);
 		snap_put_u64(w, T_MEM_DATA, s->pages * PAGE);
+		if (data)
+			*data = s->pages * PAGE;
 		snap_put(w, T_MEM_SHA, digest, sizeof(digest));
 		snap_put(w, T_MEM_SAMPLES, s->sample, s->n * sizeof(s->sample[0]));
 		snap_end(w);

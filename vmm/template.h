@@ -97,7 +97,8 @@ int template_new_commit(struct template_new *t);
 /* Remove what was written (any state). */
 void template_new_abort(struct template_new *t);
 /* Digest and page samples of a finished memory image, into the MEMORY section. */
-int template_memory_section(int mem_fd, uint64_t size, struct snap_writer *w);
+int template_memory_section(int mem_fd, uint64_t size, struct snap_writer *w,
+			    uint64_t *data);
 
 /* ---- using one ---- */
 struct template {

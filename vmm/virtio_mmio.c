@@ -570,6 +570,8 @@ void virtio_mmio_save(struct virtio_dev *d, struct snap_writer *w)
 	unsigned q;
 
 	pthread_mutex_lock(&d->lock);
+	if (d->ops->quiesce)
+		d->ops->quiesce(d);
 	snap_begin(w, SNAP_DEVICE, d->index);
 	snap_put_u64(w, T_DEV_ID, d->ops->device_id);
 	memset(&r, 0, sizeof(r));

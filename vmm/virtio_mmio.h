@@ -105,6 +105,12 @@ struct virtio_dev_ops {
 	 * that has not run yet, after the transport state and activation.
 	 */
 	void (*save)(struct virtio_dev *d, struct snap_writer *w);
+	/*
+	 * Templates (optional): give back what the device took from a queue
+	 * and still holds (a popped receive chain) by rewinding the queue, so
+	 * the saved ring positions lose no buffer of the guest's.
+	 */
+	void (*quiesce)(struct virtio_dev *d);
 	int (*restore)(struct virtio_dev *d, const struct snap_section *sec);
 	/*
 	 * VM teardown, after the event loop stopped: close fds, free priv (and

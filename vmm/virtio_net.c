@@ -321,6 +321,17 @@ static void net_destroy(struct virtio_dev *d)
 	free(n);
 }
 
+/* The held rx chain was the last one popped: un-pop it for the template. */
+static void net_quiesce(struct virtio_dev *d)
+{
+	struct net *n = d->priv;
+
+	if (n->rx_held) {
+		d->vq[NET_RX].last_avail--;
+		n->rx_held = false;
+	}
+}
+
 static const struct virtio_dev_ops net_ops = {
 	.name = "net",
 	.device_id = VIRTIO_ID_NET,
@@ -333,6 +344,7 @@ static const struct virtio_dev_ops net_ops = {
 	/* No write_config: the MAC is read-only in virtio 1.x. */
 	.notify = net_notify,
 	.reset = net_reset,
+	.quiesce = net_quiesce,
 	.destroy = net_destroy,
 };
 

@@ -943,6 +943,17 @@ static int vs_restore(struct virtio_dev *d, const struct snap_section *sec)
 	return 0;
 }
 
+/* The held rx chain was the last one popped: un-pop it for the template. */
+static void vs_quiesce(struct virtio_dev *d)
+{
+	struct vsock_dev *v = d->priv;
+
+	if (v->rx_held) {
+		d->vq[VS_RXQ].last_avail--;
+		v->rx_held = false;
+	}
+}
+
 static void vs_reset(struct virtio_dev *d)
 {
 	struct vsock_dev *v = d->priv;
@@ -982,6 +993,7 @@ static const struct virtio_dev_ops vsock_ops = {
 	.activate = vs_activate,
 	.notify = vs_notify,
 	.reset = vs_reset,
+	.quiesce = vs_quiesce,
 	.restore = vs_restore,
 	.destroy = vs_destroy,
 };

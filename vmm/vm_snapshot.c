@@ -13,6 +13,7 @@ int vm_snapshot(struct vm *vm, struct snap_writer *w, int mem_fd, uint64_t *mem_
 		uint32_t *ids, unsigned *nr_ids)
 {
 	uint8_t fp[SNAP_SHA256_LEN], uart[UART_STATE_LEN];
+	int fds[VM_MAX_VCPUS];
 	unsigned i;
 	int err;
 
@@ -26,15 +27,14 @@ int vm_snapshot(struct vm *vm, struct snap_writer *w, int mem_fd, uint64_t *mem_
 	snap_put_u64(w, T_HOST_TSC_KHZ, vm->tsc_khz);
 	snap_end(w);
 	for (i = 0; i < vm->nr_vcpus; i++) {
-		struct vcpu *v = &vm->vcpus[i];
-
-		err = vmstate_complete_io_x86(v->fd, v->run);
-		if (!err)
-			err = vmstate_save_vcpu_x86(&vm->kvm, v->fd, i, w);
+		fds[i] = vm->vcpus[i].fd;
+		err = vmstate_complete_io_x86(fds[i], vm->vcpus[i].run);
 		if (err)
 			return err;
 	}
-	err = vmstate_save_vm_x86(vm->fd, w);
+	err = vmstate_save_vm_x86(vm->fd, fds, vm->nr_vcpus, w);
+	for (i = 0; !err && i < vm->nr_vcpus; i++)
+		err = vmstate_save_vcpu_x86(&vm->kvm, fds[i], i, w);
 	if (err)
 		return err;
 	for (i = 0; i < vm->nr_virtio; i++) {
@@ -57,6 +57,7 @@ int vm_restore_state(struct vm *vm, const struct vm_restore *r)
 {
 	const struct snap_section *sec;
 	uint8_t uart[UART_STATE_LEN];
+	int fds[VM_MAX_VCPUS];
 	unsigned i;
 	int err;
 
@@ -79,7 +80,9 @@ int vm_restore_state(struct vm *vm, const struct vm_restore *r)
 	sec = snap_find(r->snap, SNAP_VM, 0);
 	if (!sec)
 		return husk_seterr(EINVAL, "the template has no VM state");
-	err = vmstate_restore_vm_x86(vm->fd, sec);
+	for (i = 0; i < vm->nr_vcpus; i++)
+		fds[i] = vm->vcpus[i].fd;
+	err = vmstate_restore_vm_x86(vm->fd, fds, vm->nr_vcpus, sec);
 	if (err)
 		return err;
 	for (i = 0; i < vm->nr_virtio; i++) {

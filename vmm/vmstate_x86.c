@@ -280,6 +280,42 @@ int vmstate_complete_io_x86(int fd, struct kvm_run *run)
 			return err;					\
 	} while (0)
 
+/* AMD (and Hygon): CPUID vendor "AuthenticAMD"/"HygonGenuine". */
+static bool amd_host(const struct kvm_sys *k)
+{
+	unsigned i;
+
+	for (i = 0; i < k->cpuid->nent; i++) {
+		const struct kvm_cpuid_entry2 *e = &k->cpuid->entries[i];
+
+		if (e->function == 0)
+			return (e->ebx == 0x68747541 && e->edx == 0x69746e65) ||	/* "Auth" "enti" */
+			       (e->ebx == 0x6f677948 && e->edx == 0x6e65476e);	/* "Hygo" "nGen" */
+	}
+	return false;
+}
+
+static int restore_sregs(const struct kvm_sys *k, int fd, unsigned id,
+			 const struct snap_section *sec)
+{
+	struct kvm_sregs sr;
+	int err = snap_get_exact(sec, T_VCPU_SREGS, &sr, sizeof(sr));
+
+	if (err)
+		return husk_seterr(err, "vCPU %u: %s", id, husk_lasterr());
+	/*
+	 * SVM keeps no busy bit for TR: KVM adds it when it reports TR (for
+	 * VMX, whose VM entry insists on it). Written back busy, an emulated
+	 * SVM (QEMU's, which our test host runs) fails every ring-3 port
+	 * access against the TSS I/O bitmap, since its own LTR leaves the
+	 * hidden type "available". AMD's VMRUN takes either; give it what SVM
+	 * held. Intel hosts get the saved value, busy, as VMX requires.
+	 */
+	if (amd_host(k) && sr.tr.type == 11)
+		sr.tr.type = 9;
+	return vcpu_io(fd, KVM_SET_SREGS, &sr, "KVM_SET_SREGS", id);
+}
+
 int vmstate_save_vcpu_x86(const struct kvm_sys *k, int fd, unsigned id, struct snap_writer *w)
 {
 	int err;
@@ -291,6 +327,7 @@ int vmstate_save_vcpu_x86(const struct kvm_sys *k, int fd, unsigned id, struct s
 	SAVE_FIXED(T_VCPU_MP_STATE, struct kvm_mp_state, KVM_GET_MP_STATE);
 	SAVE_FIXED(T_VCPU_REGS, struct kvm_regs, KVM_GET_REGS);
 	SAVE_FIXED(T_VCPU_SREGS, struct kvm_sregs, KVM_GET_SREGS);
+
 	err = save_xsave(k, fd, id, w);
 	if (err)
 		return err;
@@ -317,7 +354,9 @@ int vmstate_restore_vcpu_x86(const struct kvm_sys *k, int fd, unsigned id,
 		return err;
 	RESTORE_FIXED(T_VCPU_MP_STATE, struct kvm_mp_state, KVM_SET_MP_STATE);
 	RESTORE_FIXED(T_VCPU_REGS, struct kvm_regs, KVM_SET_REGS);
-	RESTORE_FIXED(T_VCPU_SREGS, struct kvm_sregs, KVM_SET_SREGS);
+	err = restore_sregs(k, fd, id, sec);
+	if (err)
+		return err;
 	err = restore_xsave(k, fd, id, sec);
 	if (err)
 		return err;
@@ -341,25 +380,65 @@ static int vm_io(int fd, unsigned long req, void *arg, const char *name)
 	return 0;
 }
 
-int vmstate_save_vm_x86(int fd, struct snap_writer *w)
+static const struct { uint32_t chip; uint16_t tag; } chips[] = {
+	{ KVM_IRQCHIP_PIC_MASTER, T_VM_PIC_MASTER },
+	{ KVM_IRQCHIP_PIC_SLAVE, T_VM_PIC_SLAVE },
+	{ KVM_IRQCHIP_IOAPIC, T_VM_IOAPIC },
+};
+
+/* Each vCPU's TSC and TSC deadline: le64 pairs in vCPU order. */
+struct tsc_pair {
+	uint64_t tsc, deadline;
+};
+
+static int tsc_io(int fd, unsigned id, struct tsc_pair *p, bool set)
 {
-	static const struct { uint32_t chip; uint16_t tag; } chips[] = {
-		{ KVM_IRQCHIP_PIC_MASTER, T_VM_PIC_MASTER },
-		{ KVM_IRQCHIP_PIC_SLAVE, T_VM_PIC_SLAVE },
-		{ KVM_IRQCHIP_IOAPIC, T_VM_IOAPIC },
-	};
+	struct {
+		struct kvm_msrs h;
+		struct kvm_msr_entry e[2];
+	} m;
+	int n;
+
+	memset(&m, 0, sizeof(m));
+	m.h.nmsrs = 2;
+	m.e[0].index = MSR_TSC;
+	m.e[1].index = MSR_TSC_DEADLINE;
+	m.e[0].data = p->tsc;
+	m.e[1].data = p->deadline;
+	n = ioctl(fd, set ? KVM_SET_MSRS : KVM_GET_MSRS, &m);
+	if (n != 2)
+		return husk_seterr(n < 0 ? errno : EIO, "%s TSC on vCPU %u: %s",
+				   set ? "KVM_SET_MSRS" : "KVM_GET_MSRS", id,
+				   n < 0 ? strerror(errno) : "refused");
+	p->tsc = m.e[0].data;
+	p->deadline = m.e[1].data;
+	return 0;
+}
+
+int vmstate_save_vm_x86(int fd, const int *vcpu_fds, unsigned n, struct snap_writer *w)
+{
+	struct tsc_pair tsc[VM_STATE_MAX_VCPUS];
 	struct kvm_clock_data clock;
 	struct kvm_pit_state2 pit;
 	struct kvm_irqchip chip;
 	unsigned i;
 	int err;
 
-	snap_begin(w, SNAP_VM, 0);
+	if (n > VM_STATE_MAX_VCPUS)
+		return husk_seterr(EINVAL, "%u vCPUs", n);
+	/*
+	 * The clock and every TSC together, first: restored the same way, no
+	 * time passes between them for the guest, whatever the rest costs.
+	 */
 	memset(&clock, 0, sizeof(clock));
 	err = vm_io(fd, KVM_GET_CLOCK, &clock, "KVM_GET_CLOCK");
+	for (i = 0; !err && i < n; i++)
+		err = tsc_io(vcpu_fds[i], i, &tsc[i], false);
 	if (err)
 		return err;
+	snap_begin(w, SNAP_VM, 0);
 	snap_put(w, T_VM_CLOCK, &clock, sizeof(clock));
+	snap_put(w, T_VM_TSC, tsc, n * sizeof(tsc[0]));
 	for (i = 0; i < ARRAY_SIZE(chips); i++) {
 		memset(&chip, 0, sizeof(chip));
 		chip.chip_id = chips[i].chip;
@@ -377,34 +456,25 @@ int vmstate_save_vm_x86(int fd, struct snap_writer *w)
 	return 0;
 }
 
-int vmstate_restore_vm_x86(int fd, const struct snap_section *sec)
+int vmstate_restore_vm_x86(int fd, const int *vcpu_fds, unsigned n,
+			   const struct snap_section *sec)
 {
-	static const struct { uint32_t chip; uint16_t tag; } chips[] = {
-		{ KVM_IRQCHIP_PIC_MASTER, T_VM_PIC_MASTER },
-		{ KVM_IRQCHIP_PIC_SLAVE, T_VM_PIC_SLAVE },
-		{ KVM_IRQCHIP_IOAPIC, T_VM_IOAPIC },
-	};
+	struct tsc_pair tsc[VM_STATE_MAX_VCPUS];
 	struct kvm_clock_data clock;
 	struct kvm_pit_state2 pit;
 	struct kvm_irqchip chip;
 	unsigned i;
 	int err;
 
+	if (n > VM_STATE_MAX_VCPUS)
+		return husk_seterr(EINVAL, "%u vCPUs", n);
 	err = snap_get_exact(sec, T_VM_PIT, &pit, sizeof(pit));
 	if (!err)
 		err = vm_io(fd, KVM_SET_PIT2, &pit, "KVM_SET_PIT2");
 	if (!err)
 		err = snap_get_exact(sec, T_VM_CLOCK, &clock, sizeof(clock));
-	if (err)
-		return err;
-	/*
-	 * flags 0: the guest's kvm-clock goes on from the value it had, not
-	 * from the host's realtime clock (which would jump it by the
-	 * template's age); the wall clock is set by guest-init from the job.
-	 */
-	clock.flags = 0;
-	memset(clock.pad, 0, sizeof(clock.pad));
-	err = vm_io(fd, KVM_SET_CLOCK, &clock, "KVM_SET_CLOCK");
+	if (!err)
+		err = snap_get_exact(sec, T_VM_TSC, tsc, n * sizeof(tsc[0]));
 	for (i = 0; !err && i < ARRAY_SIZE(chips); i++) {
 		err = snap_get_exact(sec, chips[i].tag, &chip, sizeof(chip));
 		if (!err && chip.chip_id != chips[i].chip)
@@ -413,5 +483,18 @@ int vmstate_restore_vm_x86(int fd, const struct snap_section *sec)
 		if (!err)
 			err = vm_io(fd, KVM_SET_IRQCHIP, &chip, "KVM_SET_IRQCHIP");
 	}
+	if (err)
+		return err;
+	/*
+	 * flags 0: the guest's kvm-clock goes on from the value it had, not
+	 * from the host's realtime clock (which would jump it by the
+	 * template's age); the wall clock is set by guest-init from the job.
+	 * Then each TSC, at once, as saved with it, and its deadline after it.
+	 */
+	clock.flags = 0;
+	memset(clock.pad, 0, sizeof(clock.pad));
+	err = vm_io(fd, KVM_SET_CLOCK, &clock, "KVM_SET_CLOCK");
+	for (i = 0; !err && i < n; i++)
+		err = tsc_io(vcpu_fds[i], i, &tsc[i], true);
 	return err;
 }

@@ -9,7 +9,7 @@
  * (vmstate_complete_io_x86). Restore follows the order KVM needs: per vCPU
  * CPUID, MP state, registers, special registers, XSAVE, XCRs, debug
  * registers, LAPIC, MSRs (TSC before TSC_DEADLINE), events; then for the VM
- * PIT, clock and interrupt controllers. Every element must be present and
+ * PIT, interrupt controllers, clock and TSCs. Every element must be present and
  * of the exact size this KVM uses; nothing missing is guessed.
  */
 #ifndef HUSK_VMSTATE_X86_H
@@ -28,7 +28,9 @@ enum {
 /* Tags of the SNAP_VM section. */
 enum {
 	T_VM_CLOCK = 1, T_VM_PIC_MASTER, T_VM_PIC_SLAVE, T_VM_IOAPIC, T_VM_PIT,
+	T_VM_TSC,		/* every vCPU's TSC and TSC deadline, read with the clock */
 };
+#define VM_STATE_MAX_VCPUS 32
 
 /*
  * MSRs worth saving: those of the allow list (timekeeping, syscall entry,
@@ -47,8 +49,15 @@ int vmstate_save_vcpu_x86(const struct kvm_sys *k, int vcpu_fd, unsigned id,
 			  struct snap_writer *w);
 int vmstate_restore_vcpu_x86(const struct kvm_sys *k, int vcpu_fd, unsigned id,
 			     const struct snap_section *sec);
-int vmstate_save_vm_x86(int vm_fd, struct snap_writer *w);
-int vmstate_restore_vm_x86(int vm_fd, const struct snap_section *sec);
+/*
+ * The VM: kvm-clock and every vCPU's TSC read together (before the vCPUs
+ * are saved, so no save work runs between them), PICs, IOAPIC, PIT. Restore
+ * after the vCPUs: PIT, interrupt controllers, then the clock and at once
+ * every TSC and deadline, so kvm-clock and TSC agree as they did.
+ */
+int vmstate_save_vm_x86(int vm_fd, const int *vcpu_fds, unsigned n, struct snap_writer *w);
+int vmstate_restore_vm_x86(int vm_fd, const int *vcpu_fds, unsigned n,
+			   const struct snap_section *sec);
 
 /* Bytes of the XSAVE area this KVM uses (KVM_CAP_XSAVE2, else 4096). */
 size_t vmstate_xsave_size_x86(const struct kvm_sys *k);

@@ -82,6 +82,7 @@ static void base(struct run_result *r)
 	r->t_exit = 1150000;
 	r->t_teardown = 1200000;
 	r->start_epoch_us = 1700000000000000ull;
+	r->t_restore_open = r->t_restore_vm = 12345;	/* not shown for a cold start */
 }
 
 START_TEST(record_minimal)
@@ -100,6 +101,9 @@ START_TEST(record_full)
 
 	base(&r);
 	r.exit_code = 125;
+	r.from_template = true;
+	r.t_restore_open = 2000;
+	r.t_restore_vm = 40000;
 	r.job_exited = false;
 	r.timed_out = false;
 	r.stdout_dropped = 2;

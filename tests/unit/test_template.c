@@ -90,7 +90,7 @@ static void make(int dfd, const char *name)
 	m.tsc_khz = 2000000;
 	snap_writer_init(&w);
 	template_meta_write(&w, &m);
-	ck_assert_int_eq(template_memory_section(t.mem_fd, MEM, &w), 0);
+	ck_assert_int_eq(template_memory_section(t.mem_fd, MEM, &w, NULL), 0);
 	ck_assert_int_eq(snap_finish(&w), 0);
 	ck_assert_int_eq(pwrite(t.state_fd, w.data, w.len, 0), (ssize_t)w.len);
 	snap_writer_free(&w);
