@@ -321,8 +321,9 @@ static bool discarding(const struct sup *S)
 }
 
 /*
- * guest-init is up: the boot (or restore) is over, and with it the boot's
- * CPU quota. From here on the VM has what --cpus says.
+ * The job started: the boot (or restore) and guest-init's set-up of the
+ * job are over, and with them the boot's CPU quota. From here on the VM has
+ * what --cpus says.
  */
 static void on_ready(struct sup *S)
 {
@@ -585,9 +586,10 @@ static void setup_cgroup(struct sup *S)
 	if (o->cpu_milli)
 		l.cpu_milli = o->cpu_milli;
 	/*
-	 * Booting (or restoring) is husk's work, not the job's: a whole CPU per
-	 * vCPU (as many as the host has) until guest-init is up, which the boot
-	 * allowance bounds; then --cpus (on_ready).
+	 * Booting (or restoring) and setting the job up are husk's work, not
+	 * the job's: a whole CPU per vCPU (as many as the host has) until the
+	 * job starts, which the boot allowance and the stall rules bound; then
+	 * --cpus (on_ready).
 	 */
 	S->cpu_job = l.cpu_milli;
 	S->cpu_boot = boot_quota(o->vcpus);

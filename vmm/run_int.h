@@ -48,7 +48,7 @@ enum chan_down {
 enum chan_up {
 	CHAN_GET_DATA = 16,	/* idx, then bytes of that --get's tar stream */
 	CHAN_GET_END,		/* idx: that stream is complete */
-	CHAN_READY,		/* guest-init said HELLO: boot (or restore) is over */
+	CHAN_READY,		/* the job started: boot (or restore) and set-up are over */
 };
 
 struct chan_hdr {

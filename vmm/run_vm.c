@@ -443,9 +443,6 @@ static int on_frame(struct rvm *R, const struct proto_hdr *h, uint8_t **pp)
 	case P_HELLO:
 		if (R->state != S_HELLO)
 			return fail(R, "guest sent HELLO twice");
-		/* The boot is over: the supervisor may give the job its own CPU quota. */
-		if (chan_try(R, CHAN_READY, 0, NULL, 0) < 0)
-			return fail(R, "%s", husk_lasterr());
 		if (R->a->snapshot)
 			return save_template(R);
 		R->state = S_RUNNING;
@@ -457,6 +454,9 @@ static int on_frame(struct rvm *R, const struct proto_hdr *h, uint8_t **pp)
 			return fail(R, "guest sent STARTED out of order");
 		r->job_started = true;
 		r->t_job_start = since_start(R);
+		/* Boot and job set-up are over: the job gets its own CPU quota now. */
+		if (chan_try(R, CHAN_READY, 0, NULL, 0) < 0)
+			return fail(R, "%s", husk_lasterr());
 		return 0;
 	case P_STDOUT:
 	case P_STDERR:

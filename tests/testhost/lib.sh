@@ -1,0 +1,31 @@
+# Shared by the *-inner.sh scripts that run inside the test host: counters,
+# check helpers and a husk runner. Source it after setting W (a scratch
+# directory) and HUSK.
+pass=0 fail=0
+ok() { echo "ok   - $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL - $1"; fail=$((fail + 1)); }
+show() { sed 's/^/    | /' "$@" | tail -n 15; }
+# has NAME FILE REGEX / hasnt NAME FILE REGEX (basic regular expressions)
+has() { if grep -q -- "$3" "$2"; then ok "$1"; else bad "$1: no '$3'"; show "$2"; fi; }
+hasnt() { if grep -q -- "$3" "$2"; then bad "$1: '$3' found"; show "$2"; else ok "$1"; fi; }
+# run NAME WANT_STATUS ARGS...: husk ARGS, stdout in $W/out, stderr in
+# $W/err, the guest console in $W/console; status in $st.
+run() {
+	name=$1 want=$2
+	shift 2
+	"$HUSK" "$@" >$W/out 2>$W/err </dev/null
+	st=$?
+	if [ "$st" = "$want" ]; then
+		ok "$name (exit $st)"
+	else
+		bad "$name: exit $st, expected $want"
+		show $W/out $W/err
+		[ -f $W/console ] && tail -n 20 $W/console | sed 's/^/    console| /'
+	fi
+}
+# jnum KEY FILE: a number from the JSON record on the last line of FILE
+jnum() { tail -n 1 "$2" | grep -o "\"$1\":-\{0,1\}[0-9]*" | head -n 1 | cut -d: -f2; }
+# uptime_ms: milliseconds since the test host booted (busybox date has no %N)
+uptime_ms() { cut -d' ' -f1 /proc/uptime | tr -d . | sed 's/$/0/'; }
+# summary NAME: the line tools/test adds up, and the exit status
+summary() { echo "$1: $pass passed, $fail failed"; [ $fail = 0 ]; }
