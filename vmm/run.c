@@ -135,7 +135,8 @@ static const char *tmp_dir(void)
 
 /*
  * Runtime directories whose husk is gone: their lock is free. One still
- * being created has no lock file yet; it is left alone unless it is old.
+ * being created has no lock file yet (lock_rundir); it is left alone unless
+ * it is old.
  */
 static void clean_stale_rundirs(void)
 {
@@ -179,6 +180,28 @@ static void clean_stale_rundirs(void)
 	closedir(d);
 }
 
+/*
+ * The lock gets its name only once it is held: until then another husk's
+ * clean_stale_rundirs() would find it free and take the directory for stale.
+ */
+static int lock_rundir(int dfd)
+{
+	int fd = openat(dfd, RUNDIR_LOCK ".new", O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC |
+			O_NOFOLLOW, 0600);
+
+	if (fd < 0)
+		return -1;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0 ||
+	    renameat(dfd, RUNDIR_LOCK ".new", dfd, RUNDIR_LOCK) < 0) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
 static int make_rundir(struct sup *S)
 {
 	int dfd;
@@ -190,14 +213,16 @@ static int make_rundir(struct sup *S)
 				   tmp_dir(), strerror(errno));
 	}
 	dfd = open(S->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		S->dir_lock = openat(dfd, RUNDIR_LOCK, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC |
-				     O_NOFOLLOW, 0600);
-		close(dfd);
+	S->dir_lock = dfd < 0 ? -1 : lock_rundir(dfd);
+	if (S->dir_lock < 0) {
+		int err = husk_seterr(errno, "cannot lock the runtime directory %s: %s",
+				      S->dir, strerror(errno));
+
+		if (dfd >= 0)
+			close(dfd);
+		return err;
 	}
-	if (S->dir_lock < 0 || flock(S->dir_lock, LOCK_EX | LOCK_NB) < 0)
-		return husk_seterr(errno, "cannot lock the runtime directory %s: %s", S->dir,
-				   strerror(errno));
+	close(dfd);
 	return 0;
 }
 

@@ -13,6 +13,7 @@ hasnt() { if grep -q -- "$3" "$2"; then bad "$1: '$3' found"; show "$2"; else ok
 run() {
 	name=$1 want=$2
 	shift 2
+	rm -f $W/console
 	"$HUSK" "$@" >$W/out 2>$W/err </dev/null
 	st=$?
 	if [ "$st" = "$want" ]; then

@@ -14,6 +14,8 @@ rm -rf $W
 mkdir -p $W/www $W/res
 . "$(dirname "$0")/lib.sh"
 T="--template-dir $D"
+# Runs keep the guest console: a failure shows what the guest said.
+R="$T --console $W/console"
 
 # ---- making one
 start=$(date +%s)
@@ -31,13 +33,14 @@ created=$(date +%s)
 good=0
 i=1
 while [ $i -le 20 ]; do
-	"$HUSK" run --template base $T -- sh -c "echo job-$i; echo err-$i >&2; exit $((i % 7))" \
-		>$W/o.$i 2>$W/e.$i </dev/null
+	"$HUSK" run --template base $T --console $W/c.$i -- sh -c \
+		"echo job-$i; echo err-$i >&2; exit $((i % 7))" >$W/o.$i 2>$W/e.$i </dev/null
 	st=$?
 	if [ $st = $((i % 7)) ] && [ "$(cat $W/o.$i)" = "job-$i" ] && [ "$(cat $W/e.$i)" = "err-$i" ]; then
 		good=$((good + 1))
 	else
 		echo "    job $i: exit $st, out '$(cat $W/o.$i)', err '$(head -c 300 $W/e.$i)'"
+		tail -n 30 $W/c.$i | sed 's/^/    console| /'
 	fi
 	i=$((i + 1))
 done
@@ -45,7 +48,7 @@ done
 	bad "only $good of 20 jobs from the template were right"
 
 # ---- the record
-run "a clone's JSON record" 0 run --template base $T --json -- true
+run "a clone's JSON record" 0 run --template base $R --json -- true
 has "start is template" $W/out '"start":"template"'
 has "restore phases timed" $W/out '"template_checked":[0-9]'
 has "the VM was restored, not booted" $W/out '"vm_restored":[0-9]'
@@ -62,14 +65,14 @@ else bad "clones' random bytes: '$(sed -n 1p $W/r1)' and '$(sed -n 1p $W/r2)'"; 
 if [ "$(sed -n 2p $W/r1)" != "$(sed -n 2p $W/r2)" ] && [ -n "$(sed -n 2p $W/r2)" ]; then
 	ok "two clones have different kernel UUIDs"
 else bad "clones' UUIDs: '$(sed -n 2p $W/r1)' and '$(sed -n 2p $W/r2)'"; fi
-run "the workspace of a clone starts empty" 0 run --template base $T -- sh -c \
+run "the workspace of a clone starts empty" 0 run --template base $R -- sh -c \
 	'touch mine; [ "$(ls -A /tmp/workspace)" = mine ]'
-run "and another clone does not see it" 0 run --template base $T -- sh -c \
+run "and another clone does not see it" 0 run --template base $R -- sh -c \
 	'[ -z "$(ls -A /tmp/workspace)" ]'
 
 # ---- what a cold run does, a clone does
 head -c 200000 /dev/urandom >$W/blob
-run "--put and --get from a clone" 0 run --template base $T --put $W/blob:in.bin \
+run "--put and --get from a clone" 0 run --template base $R --put $W/blob:in.bin \
 	--get out:$W/res -- sh -c 'mkdir out; cp in.bin out/copy.bin'
 if cmp -s $W/blob $W/res/out/copy.bin; then ok "the file went in and came back intact"
 else bad "the file did not come back intact"; fi
@@ -77,20 +80,20 @@ echo "from stdin" >$W/stdin
 "$HUSK" run --template base $T --stdin -- cat <$W/stdin >$W/out 2>$W/err
 has "stdin reaches a clone's job" $W/out "^from stdin$"
 t0=$(date +%s)
-run "--timeout kills a clone's job" 124 run --template base $T --timeout 3 -- sleep 100
+run "--timeout kills a clone's job" 124 run --template base $R --timeout 3 -- sleep 100
 el=$(( $(date +%s) - t0 ))
 [ $el -le 30 ] && ok "killed on time (${el}s)" || bad "took ${el}s"
-run "output caps hold in a clone" 0 run --template base $T --max-output 100 --json -- \
+run "output caps hold in a clone" 0 run --template base $R --max-output 100 --json -- \
 	sh -c 'yes | head -c 5000'
 has "the excess is counted" $W/out '"stdout_dropped":4900'
-run "--mem cannot differ from the template's" 2 run --template base $T --mem 256 -- true
+run "--mem cannot differ from the template's" 2 run --template base $R --mem 256 -- true
 has "the reason" $W/err "come from the template"
-run "a template without a NIC refuses --net egress" 125 run --template base $T --net egress -- true
+run "a template without a NIC refuses --net egress" 125 run --template base $R --net egress -- true
 has "the reason" $W/err "has no network card"
 
 # ---- several vCPUs
 run "a two-vCPU template" 0 template create smp $T --vcpus 2 --cpus 2
-run "its clone sees two CPUs" 0 run --template smp $T -- sh -c 'grep -c ^processor /proc/cpuinfo'
+run "its clone sees two CPUs" 0 run --template smp $R -- sh -c 'grep -c ^processor /proc/cpuinfo'
 has "two CPUs" $W/out "^2$"
 
 # ---- refusals: damaged, foreign, other images
@@ -103,11 +106,11 @@ run "a corrupt state header is refused" 125 run --template bad-header $T -- true
 has "the reason" $W/err "not a husk template state file"
 cp $D/base/state $D/short/state
 dd if=$D/base/memory of=$D/short/memory bs=4096 count=1 2>/dev/null
-run "a truncated memory image is refused" 125 run --template short $T -- true
+run "a truncated memory image is refused" 125 run --template short $R -- true
 has "the reason" $W/err "truncated"
 cp $B/images/vmlinux $W/vmlinux.other
 printf 'x' >>$W/vmlinux.other
-run "another kernel than the template's is refused" 125 run --template base $T \
+run "another kernel than the template's is refused" 125 run --template base $R \
 	--kernel $W/vmlinux.other -- true
 has "the reason" $W/err "is not the one the template was made from"
 HUSK_FINGERPRINT_EXTRA=another-host run "a template from another kind of host is refused" 125 \
@@ -130,7 +133,7 @@ GET="printf 'GET /f HTTP/1.0\\r\\n\\r\\n' | busybox nc -w 3 $SRV 8080 | grep -q 
 held=$!
 i=0
 while [ $i -lt 300 ] && ! grep -q : $W/held; do sleep 0.1; i=$((i + 1)); done
-run "a clone reaches an allowed destination" 0 run --template net $T --net egress \
+run "a clone reaches an allowed destination" 0 run --template net $R --net egress \
 	--allow $SRV/32:tcp:8080 --json -- sh -c "cat /sys/class/net/eth0/address; $GET"
 has "it got the file" $W/out "got-it"
 mac1=$(head -n 1 $W/held) mac2=$(head -n 1 $W/out)
@@ -139,9 +142,9 @@ wait $held 2>/dev/null
 echo "    MACs of two clones at once: $mac1, $mac2"
 [ -n "$mac1" ] && [ -n "$mac2" ] && [ "$mac1" != "$mac2" ] &&
 	ok "two clones at once have their own MACs" || bad "clone MACs: '$mac1' '$mac2'"
-run "and is refused a denied one" 1 run --template net $T --net egress --json -- sh -c "$GET"
+run "and is refused a denied one" 1 run --template net $R --net egress --json -- sh -c "$GET"
 has "listed as denied" $W/out '"denied_destinations":\[{"address":"198.51.100.1"'
-run "a NIC template under --net none" 0 run --template net $T -- sh -c '! grep -q up /sys/class/net/eth0/operstate'
+run "a NIC template under --net none" 0 run --template net $R -- sh -c '! grep -q up /sys/class/net/eth0/operstate'
 kill $srv 2>/dev/null
 ip addr del $SRV/32 dev lo 2>/dev/null
 [ -z "$(ls /sys/class/net | grep '^husk')" ] && ok "no tap left" || bad "a tap is left"
@@ -179,7 +182,7 @@ k=$!
 sleep 0.2
 kill -KILL $k
 wait $k 2>/dev/null
-run "the next clone runs and cleans up after the killed one" 0 run --template base $T -- true
+run "the next clone runs and cleans up after the killed one" 0 run --template base $R -- true
 sleep 1
 [ -z "$(pidof husk)" ] && ok "no husk process left" || bad "husk processes left: $(pidof husk)"
 ls -d /tmp/husk-run-* >/dev/null 2>&1 && bad "runtime dirs left: $(ls -d /tmp/husk-run-*)" ||
@@ -202,5 +205,5 @@ echo "    template aged $((host - created)) s: guest $guest, host $host"
 # ---- removing
 run "template rm" 0 template rm smp $T
 run "template rm of a missing one" 125 template rm smp $T
-run "a removed template is gone" 125 run --template smp $T -- true
+run "a removed template is gone" 125 run --template smp $R -- true
 summary "testhost template"
