@@ -88,7 +88,9 @@ struct job_spec {
 	bool have_mac;		/* T_JOB_NET_MAC: set eth0's address first */
 };
 
-/* net.c: lo and eth0 up, address, default route, resolv.conf. */
+/* net.c: before the job's init, /run and the resolv.conf bind mount. */
+int net_prepare(void);
+/* lo and eth0 up, address, default route, resolv.conf. */
 int net_setup(const struct job_spec *js);
 /* lo up in the current (the job's own) network namespace. */
 int net_lo_up(void);
@@ -113,7 +115,11 @@ uint64_t realtime_ns(void);
 int job_spec_parse(const uint8_t *p, size_t len, struct job_spec *js);
 void job_spec_free(struct job_spec *js);
 int files_in(const struct job_spec *js);
-int job_run(const struct job_spec *js, struct job_result *res);
+/* Before HELLO: the job's pipes and its init, waiting for the spec. */
+int job_prepare(void);
+/* spec/len: the P_JOB payload js was parsed from, for the job's init. */
+int job_run(const struct job_spec *js, const uint8_t *spec, size_t len,
+	    struct job_result *res);
 int files_out(const struct job_spec *js);
 
 /* jobinit.c */
@@ -122,6 +128,8 @@ struct job_fds {
 	int in, out, err;	/* the job's stdin, stdout, stderr */
 	int errfd;		/* set-up failure message; EOF once the job has exec'd */
 	int statfd;		/* one struct jobinit_report when the job's main process ends */
+	int spec;		/* the job spec (P_JOB payload), then EOF */
+	int netns;		/* guest-init's network namespace, -1 (jobinit_prepare) */
 };
 /* guest-init asks the job's init to kill every process of the job. */
 #define JOBINIT_KILL SIGUSR1
@@ -131,11 +139,16 @@ struct jobinit_report {
 	int32_t status;		/* wait status of the job's main process */
 	struct rusage ru;	/* its rusage from wait4() */
 };
-/* Start the job's init (and through it the job): its pid, or -errno. */
-pid_t jobinit_start(const struct job_spec *js, const struct job_fds *f);
+/*
+ * Start the job's init, which waits for the job spec on f->spec and then
+ * starts the job: its pid, or -errno.
+ */
+pid_t jobinit_prepare(struct job_fds *f);
 
 /* sandbox.c */
-int sandbox_cgroup_create(const struct job_spec *js);
+/* Before HELLO: JOB_CGROUP with its controllers; then the job's limits on it. */
+int sandbox_cgroup_create(void);
+int sandbox_cgroup_limit(const struct job_spec *js);
 /* In the job's child, before exec: -errno with husk_lasterr(). */
 int sandbox_enter(const struct job_spec *js);
 /* Become AGENT_UID with nothing else (tar helpers): -errno. */

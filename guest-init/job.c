@@ -692,49 +692,74 @@ static int setup_fds(struct job *j, const struct job_spec *js)
 	return 0;
 }
 
-static int spawn(struct job *j, const struct job_spec *js)
-{
-	int in[2] = { -1, -1 }, out[2], err[2], ep[2], sp[2];
-	struct job_fds f;
-	char msg[600];
-	ssize_t n;
+/* guest-init's ends of the job's pipes and the init waiting on them (job_prepare). */
+struct job_pre {
 	pid_t pid;
+	int in, out, err, ep, sp, spec;
+};
+static struct job_pre pre = { -1, -1, -1, -1, -1, -1, -1 };
 
-	if (js->stdin_frames ? pipe2(in, O_CLOEXEC) : 0)
+int job_prepare(void)
+{
+	int in[2], out[2], err[2], ep[2], sp[2], spec[2];
+	struct job_fds f;
+
+	if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC) ||
+	    pipe2(ep, O_CLOEXEC) || pipe2(sp, O_CLOEXEC) || pipe2(spec, O_CLOEXEC))
 		return husk_seterr(errno, "pipe: %s", strerror(errno));
-	if (!js->stdin_frames && (in[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
-		return husk_seterr(errno, "open /dev/null: %s", strerror(errno));
-	if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC) || pipe2(ep, O_CLOEXEC) ||
-	    pipe2(sp, O_CLOEXEC))
-		return husk_seterr(errno, "pipe: %s", strerror(errno));
-	j->res->start_ns = realtime_ns();
-	f = (struct job_fds){ in[0], out[1], err[1], ep[1], sp[1] };
-	pid = jobinit_start(js, &f);
+	f = (struct job_fds){ in[0], out[1], err[1], ep[1], sp[1], spec[0], -1 };
+	pre.pid = jobinit_prepare(&f);
 	close(in[0]);
 	close(out[1]);
 	close(err[1]);
 	close(ep[1]);
 	close(sp[1]);
-	j->stdin_fd = in[1];
-	j->out[0] = (struct stream){ out[0], P_STDOUT };
-	j->out[1] = (struct stream){ err[0], P_STDERR };
-	j->statfd = sp[0];
-	if (pid < 0) {
-		close(ep[0]);
-		return pid;
+	close(spec[0]);
+	pre = (struct job_pre){ pre.pid, in[1], out[0], err[0], ep[0], sp[0], spec[1] };
+	return pre.pid < 0 ? pre.pid : 0;
+}
+
+/* Hand the job to its init; its set-up failure, if any, comes back on ep. */
+static int spawn(struct job *j, const struct job_spec *js, const uint8_t *spec, size_t len)
+{
+	char msg[600];
+	size_t off = 0;
+	ssize_t n;
+
+	if (pre.pid < 0)
+		return husk_seterr(ECHILD, "the job's init is not there");
+	j->pid = pre.pid;
+	j->stdin_fd = pre.in;
+	if (!js->stdin_frames) {
+		close(pre.in);
+		j->stdin_fd = -1;
 	}
-	j->pid = pid;
+	j->out[0] = (struct stream){ pre.out, P_STDOUT };
+	j->out[1] = (struct stream){ pre.err, P_STDERR };
+	j->statfd = pre.sp;
+	j->res->start_ns = realtime_ns();
+	while (off < len) {
+		n = write(pre.spec, spec + off, len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		off += n;
+	}
+	close(pre.spec);
 	/* EOF on ep means the job has exec'd (or reached its exec failure path). */
-	while ((n = read(ep[0], msg, sizeof(msg) - 1)) < 0 && errno == EINTR)
+	while ((n = read(pre.ep, msg, sizeof(msg) - 1)) < 0 && errno == EINTR)
 		;
-	close(ep[0]);
+	close(pre.ep);
 	if (n > 0) {
 		msg[n] = 0;
 		return husk_seterr(EIO, "setting up the job: %s", msg);
 	}
-	if (in[1] >= 0)
-		fcntl(in[1], F_SETFL, O_NONBLOCK);
-	fcntl(sp[0], F_SETFL, O_NONBLOCK);
+	if (off < len)
+		return husk_seterr(EIO, "the job's init did not take the job spec");
+	if (j->stdin_fd >= 0)
+		fcntl(j->stdin_fd, F_SETFL, O_NONBLOCK);
+	fcntl(j->statfd, F_SETFL, O_NONBLOCK);
 	return 0;
 }
 
@@ -771,7 +796,8 @@ static int report_oom(const struct job_spec *js)
 	return proto_send(cfg.ctl, P_STDERR, msg, strlen(msg));
 }
 
-int job_run(const struct job_spec *js, struct job_result *res)
+int job_run(const struct job_spec *js, const uint8_t *spec, size_t len,
+	    struct job_result *res)
 {
 	struct job j = { .res = res, .stdin_fd = -1, .statfd = -1,
 			 .out = { { -1, P_STDOUT }, { -1, P_STDERR } } };
@@ -784,7 +810,7 @@ int job_run(const struct job_spec *js, struct job_result *res)
 	err = setup_fds(&j, js);
 	if (err)
 		return err;
-	err = spawn(&j, js);
+	err = spawn(&j, js, spec, len);
 	if (!err)
 		err = proto_send(cfg.ctl, P_STARTED, NULL, 0);
 	if (err)

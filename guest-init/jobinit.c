@@ -2,18 +2,21 @@
  * jobinit: the job's init, PID 1 of the job's own namespaces, and the
  * job's process up to exec.
  *
- * guest-init clones the job's init into new PID, mount, IPC and UTS
- * namespaces, and a new network namespace unless the job has a network
- * (T_JOB_NET_*: eth0 lives in the guest's). For the job guest-init does not
- * exist: its /proc is a fresh procfs of its own PID namespace, where PID 1
- * is "job-init" and ps shows only the job's processes.
+ * guest-init clones the job's init into new PID, mount, IPC, UTS and
+ * network namespaces before it says HELLO, so that the job is not kept
+ * waiting for them, and a template holds its init ready-made. The init,
+ * still root, makes every mount private, replaces /proc and brings up lo,
+ * then waits for the job spec (the P_JOB payload, relayed by guest-init
+ * on the spec pipe). A job with a network (T_JOB_NET_*) leaves the private
+ * network namespace for the guest's, where eth0 lives. For the job
+ * guest-init does not exist: its /proc is a fresh procfs of its own PID
+ * namespace, where PID 1 is "job-init" and ps shows only the job's
+ * processes.
  *
- * The job's init, still root, makes every mount private, replaces /proc,
- * brings up lo in a network namespace of its own, then forks the job, which
- * enters the sandbox (sandbox_enter: cgroup, rlimits, capabilities, uid,
- * no_new_privs, seccomp) and execs. The init then takes a uid of its own
- * with CAP_KILL only, no_new_privs and seccomp (sandbox_enter_jobinit) and
- * from there on only
+ * The init then forks the job, which enters the sandbox (sandbox_enter:
+ * cgroup, rlimits, capabilities, uid, no_new_privs, seccomp) and execs. The
+ * init takes a uid of its own with CAP_KILL only, no_new_privs and seccomp
+ * (sandbox_enter_jobinit) and from there on only
  *  - reaps every process orphaned in the namespace,
  *  - forwards SIGTERM, SIGINT and SIGHUP to the job's main process,
  *  - kills every process of the job on JOBINIT_KILL from guest-init,
@@ -43,6 +46,7 @@
 #include <unistd.h>
 
 #include "init.h"
+#include "proto.h"
 #include "util.h"
 
 extern char **environ;
@@ -102,7 +106,7 @@ static _Noreturn void job_exec(const struct job_spec *js, const struct job_fds *
 	sigset_t none;
 	char msg[512];
 	char **env;
-	int e;
+	int e, in;
 
 	/* The job gets default signal state, not its init's. */
 	sigemptyset(&none);
@@ -113,7 +117,9 @@ static _Noreturn void job_exec(const struct job_spec *js, const struct job_fds *
 		husk_seterr(errno, "setsid: %s", strerror(errno));
 		child_fail(f->errfd);
 	}
-	if (dup2(f->in, 0) < 0 || dup2(f->out, 1) < 0 || dup2(f->err, 2) < 0) {
+	/* The stdin pipe exists before the job does: without stdin frames, /dev/null. */
+	in = js->stdin_frames ? f->in : open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (in < 0 || dup2(in, 0) < 0 || dup2(f->out, 1) < 0 || dup2(f->err, 2) < 0) {
 		husk_seterr(errno, "dup2: %s", strerror(errno));
 		child_fail(f->errfd);
 	}
@@ -166,13 +172,14 @@ static int cmp_int(const void *a, const void *b)
  */
 static void close_other_fds(const struct job_fds *f)
 {
-	int keep[] = { 2, f->in, f->out, f->err, f->errfd, f->statfd };
+	int keep[] = { 2, f->in, f->out, f->err, f->errfd, f->statfd, f->spec, f->netns };
 	unsigned from = 3, last, i, fd;
 	struct rlimit rl;
 
 	qsort(keep, ARRAY_SIZE(keep), sizeof(keep[0]), cmp_int);
 	for (i = 0; i <= ARRAY_SIZE(keep); i++) {
-		if (i < ARRAY_SIZE(keep) && (unsigned)keep[i] < from)
+		/* Sorted: -1 (no netns) and stdio come first and are skipped. */
+		if (i < ARRAY_SIZE(keep) && (keep[i] < 0 || (unsigned)keep[i] < from))
 			continue;
 		last = i < ARRAY_SIZE(keep) ? (unsigned)keep[i] - 1 : ~0u;
 		if (last >= from && close_range(from, last, 0) && errno == ENOSYS) {
@@ -201,7 +208,7 @@ static void set_title(void)
 }
 
 /* Inside the new namespaces, as root: private mounts, a fresh /proc, lo. */
-static int ns_setup(const struct job_spec *js)
+static int ns_setup(void)
 {
 	/* Nothing mounted here may propagate back to guest-init's namespace. */
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
@@ -212,7 +219,46 @@ static int ns_setup(const struct job_spec *js)
 	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL))
 		return husk_seterr(errno, "mount the job's /proc: %s", strerror(errno));
 	/* A private network namespace starts with lo down. */
-	return js->net ? 0 : net_lo_up();
+	return net_lo_up();
+}
+
+/*
+ * The job spec from guest-init: the P_JOB payload, then EOF. EOF before
+ * any byte: guest-init is gone, or ends without a job.
+ */
+static void read_spec(const struct job_fds *f, struct job_spec *js)
+{
+	size_t len = 0, cap = 0;
+	uint8_t *buf = NULL, *nb;
+	ssize_t n;
+
+	for (;;) {
+		if (len == cap) {
+			cap = cap ? cap * 2 : 4096;
+			if (cap > PROTO_MAX_PAYLOAD || !(nb = realloc(buf, cap))) {
+				husk_seterr(E2BIG, "the job spec does not fit %u bytes",
+					    PROTO_MAX_PAYLOAD);
+				child_fail(f->errfd);
+			}
+			buf = nb;
+		}
+		n = read(f->spec, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			husk_seterr(errno, "reading the job spec: %s", strerror(errno));
+			child_fail(f->errfd);
+		}
+		if (!n)
+			break;
+		len += n;
+	}
+	close(f->spec);
+	if (!len)
+		_exit(0);
+	if (job_spec_parse(buf, len, js))
+		child_fail(f->errfd);
+	free(buf);
 }
 
 /* ---- the job's init: supervision ---- */
@@ -269,8 +315,9 @@ static _Noreturn void supervise(pid_t job, int statfd)
 	}
 }
 
-static _Noreturn void jobinit_main(const struct job_spec *js, const struct job_fds *f)
+static _Noreturn void jobinit_main(const struct job_fds *f)
 {
+	struct job_spec js;
 	int err = 0;
 	pid_t job;
 
@@ -281,11 +328,19 @@ static _Noreturn void jobinit_main(const struct job_spec *js, const struct job_f
 		child_fail(f->errfd);
 	}
 	if (cfg.namespaces)
-		err = ns_setup(js);
+		err = ns_setup();
 	else if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0))
 		err = husk_seterr(errno, "PR_SET_CHILD_SUBREAPER: %s", strerror(errno));
 	if (err)
 		child_fail(f->errfd);
+	read_spec(f, &js);
+	/* eth0 lives in the guest's network namespace. */
+	if (js.net && f->netns >= 0 && setns(f->netns, CLONE_NEWNET)) {
+		husk_seterr(errno, "enter the guest's network namespace: %s", strerror(errno));
+		child_fail(f->errfd);
+	}
+	if (f->netns >= 0)
+		close(f->netns);
 	job = fork();
 	if (job < 0) {
 		husk_seterr(errno, "fork the job: %s", strerror(errno));
@@ -293,7 +348,7 @@ static _Noreturn void jobinit_main(const struct job_spec *js, const struct job_f
 	}
 	if (job == 0) {
 		close(f->statfd);
-		job_exec(js, f);
+		job_exec(&js, f);
 	}
 	/* Only the job may hold its pipes: their EOF is how its output ends. */
 	close(f->in);
@@ -312,16 +367,20 @@ static _Noreturn void jobinit_main(const struct job_spec *js, const struct job_f
 	supervise(job, f->statfd);
 }
 
-pid_t jobinit_start(const struct job_spec *js, const struct job_fds *f)
+pid_t jobinit_prepare(struct job_fds *f)
 {
 	unsigned long flags = SIGCHLD;
 	sigset_t set, old;
 	long pid;
 	int e;
 
-	if (cfg.namespaces)
-		flags |= CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS |
-			 (js->net ? 0 : CLONE_NEWNET);
+	f->netns = -1;
+	if (cfg.namespaces) {
+		flags |= CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET;
+		f->netns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+		if (f->netns < 0)
+			return husk_seterr(errno, "open /proc/self/ns/net: %s", strerror(errno));
+	}
 	/* The init must not die of JOBINIT_KILL or SIGTERM sent before it waits for them. */
 	jobinit_sigset(&set);
 	sigprocmask(SIG_BLOCK, &set, &old);
@@ -332,9 +391,12 @@ pid_t jobinit_start(const struct job_spec *js, const struct job_fds *f)
 	 */
 	pid = syscall(SYS_clone, flags, NULL, NULL, NULL, 0);
 	if (pid == 0)
-		jobinit_main(js, f);
+		jobinit_main(f);
 	e = errno;
 	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (f->netns >= 0)
+		close(f->netns);
+	f->netns = -1;
 	if (pid < 0)
 		return husk_seterr(e, "start the job's init%s: %s",
 				   cfg.namespaces ? " in new namespaces" : "", strerror(e));

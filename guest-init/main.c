@@ -196,13 +196,27 @@ static void seed_rng(const uint8_t *seed, size_t len)
 	free(info);
 }
 
-static void mount_workspace(uint32_t mib)
+/*
+ * Mounted before the job's init is cloned (its mount namespace is a copy),
+ * sized once the job says how big: the size belongs to the superblock, which
+ * both namespaces share.
+ */
+static void mount_workspace(void)
 {
 	char opts[96];
 
-	snprintf(opts, sizeof(opts), "size=%um,mode=0700,uid=%d,gid=%d", mib, AGENT_UID,
-		 AGENT_GID);
+	snprintf(opts, sizeof(opts), "size=%um,mode=0700,uid=%d,gid=%d",
+		 DEFAULT_WORKSPACE_MIB, AGENT_UID, AGENT_GID);
 	mount_fs("tmpfs", WORKSPACE, "tmpfs", MS_NOSUID | MS_NODEV, opts);
+}
+
+static void size_workspace(uint32_t mib)
+{
+	char opts[32];
+
+	snprintf(opts, sizeof(opts), "size=%um", mib);
+	if (mount(NULL, WORKSPACE, NULL, MS_REMOUNT | MS_NOSUID | MS_NODEV, opts))
+		fatal("resize the workspace to %u MiB: %s", mib, strerror(errno));
 }
 
 static int connect_host(void)
@@ -261,7 +275,8 @@ static void send_hello(void)
 	send_tlv(P_HELLO, &b);
 }
 
-static void receive_job(struct job_spec *js)
+/* The job, parsed into js; its P_JOB payload in *raw and *len, for the job's init. */
+static void receive_job(struct job_spec *js, uint8_t **raw, size_t *len)
 {
 	struct proto_hdr h;
 	uint8_t *p;
@@ -285,7 +300,8 @@ static void receive_job(struct job_spec *js)
 		fatal("expected a job (frame type %u), got frame type %u", P_JOB, h.type);
 	if (job_spec_parse(p, h.len, js))
 		fatal("bad job spec: %s", husk_lasterr());
-	free(p);
+	*raw = p;
+	*len = h.len;
 }
 
 static void send_exit(const struct job_result *r)
@@ -365,6 +381,8 @@ int main(int argc, char **argv)
 {
 	struct job_spec js;
 	struct job_result res;
+	uint8_t *raw;
+	size_t raw_len;
 	sigset_t chld;
 	int err;
 
@@ -398,18 +416,32 @@ int main(int argc, char **argv)
 		cfg.ctl = connect_host();
 	}
 
+	/*
+	 * Everything that does not depend on the job comes before HELLO: a
+	 * template saved at HELLO holds it done, and a cold job does not wait.
+	 */
+	if (!cfg.test_mode) {
+		mount_workspace();
+		if (net_prepare())
+			fatal("network: %s", husk_lasterr());
+		if (sandbox_cgroup_create())
+			fatal("job cgroup: %s", husk_lasterr());
+		/* Before the clone: the job's init has its own copy of cfg. */
+		cfg.use_cgroup = true;
+		log_namespaces();
+	}
+	if (job_prepare())
+		fatal("the job's init: %s", husk_lasterr());
 	send_hello();
-	receive_job(&js);
+	receive_job(&js, &raw, &raw_len);
 	if (!cfg.test_mode) {
 		set_clock(js.clock_ns);
 		seed_rng(js.seed, js.seed_len);
-		mount_workspace(js.workspace_mib);
+		size_workspace(js.workspace_mib);
 		if (net_setup(&js))
 			fatal("network: %s", husk_lasterr());
-		if (sandbox_cgroup_create(&js))
+		if (sandbox_cgroup_limit(&js))
 			fatal("job cgroup: %s", husk_lasterr());
-		cfg.use_cgroup = true;
-		log_namespaces();
 	}
 	/* -EIO: the helper already sent its P_ERROR. */
 	err = files_in(&js);
@@ -418,8 +450,9 @@ int main(int argc, char **argv)
 	if (err)
 		fatal("files in: %s", husk_lasterr());
 
-	if (job_run(&js, &res))
+	if (job_run(&js, raw, raw_len, &res))
 		fatal("running the job: %s", husk_lasterr());
+	free(raw);
 	send_exit(&res);
 
 	err = files_out(&js);

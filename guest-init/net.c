@@ -5,7 +5,9 @@
  * the address and netmask, a default route via the gateway. The gateway
  * (the host end of the tap) is also the DNS server: resolv.conf lives on a
  * small tmpfs at /run and is bind-mounted read-only over the (read-only,
- * empty) /etc/resolv.conf of the root image.
+ * empty) /etc/resolv.conf of the root image. The mounts are made before
+ * the job's init is cloned (net_prepare), so its copy of them shows the
+ * file; the job's own network fills it in place.
  *
  * Runs as PID 1 before the job; the job's seccomp filter keeps it from
  * changing any of this. A job without a network gets a network namespace
@@ -84,27 +86,39 @@ static int default_route(int s, uint32_t gw)
 	return 0;
 }
 
+int net_prepare(void)
+{
+	int fd;
+
+	if (mount("tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		  "size=64k,mode=0755"))
+		return husk_seterr(errno, "mount /run: %s", strerror(errno));
+	fd = open(RESOLV_TMP, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return husk_seterr(errno, "create " RESOLV_TMP ": %s", strerror(errno));
+	close(fd);
+	if (mount(RESOLV_TMP, "/etc/resolv.conf", NULL, MS_BIND, NULL) ||
+	    mount(NULL, "/etc/resolv.conf", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY |
+		  MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL))
+		return husk_seterr(errno, "bind-mounting /etc/resolv.conf: %s", strerror(errno));
+	return 0;
+}
+
+/* In place: the bind mounts, the job's copy included, hold this inode. */
 static int resolv_conf(uint32_t gw)
 {
 	char buf[64], ip[INET_ADDRSTRLEN];
 	int fd, n;
 
-	if (mount("tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-		  "size=64k,mode=0755"))
-		return husk_seterr(errno, "mount /run: %s", strerror(errno));
 	inet_ntop(AF_INET, &gw, ip, sizeof(ip));
 	n = snprintf(buf, sizeof(buf), "nameserver %s\n", ip);
-	fd = open(RESOLV_TMP, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = open(RESOLV_TMP, O_WRONLY | O_TRUNC | O_CLOEXEC);
 	if (fd < 0 || write(fd, buf, n) != n) {
 		if (fd >= 0)
 			close(fd);
 		return husk_seterr(EIO, "writing " RESOLV_TMP);
 	}
 	close(fd);
-	if (mount(RESOLV_TMP, "/etc/resolv.conf", NULL, MS_BIND, NULL) ||
-	    mount(NULL, "/etc/resolv.conf", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY |
-		  MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL))
-		return husk_seterr(errno, "bind-mounting /etc/resolv.conf: %s", strerror(errno));
 	return 0;
 }
 

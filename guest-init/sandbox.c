@@ -52,9 +52,8 @@ static int write_file(const char *path, const char *s)
 
 /* ---- cgroup (PID 1 side) ---- */
 
-int sandbox_cgroup_create(const struct job_spec *js)
+int sandbox_cgroup_create(void)
 {
-	char v[32];
 	int err;
 
 	/* The root cgroup may hold processes and delegate controllers at once. */
@@ -63,6 +62,14 @@ int sandbox_cgroup_create(const struct job_spec *js)
 		return err;
 	if (mkdir(JOB_CGROUP, 0755) && errno != EEXIST)
 		return husk_seterr(errno, "mkdir %s: %s", JOB_CGROUP, strerror(errno));
+	return 0;
+}
+
+int sandbox_cgroup_limit(const struct job_spec *js)
+{
+	char v[32];
+	int err;
+
 	if (js->mem_limit) {
 		snprintf(v, sizeof(v), "%llu", (unsigned long long)js->mem_limit);
 		err = write_file(JOB_CGROUP "/memory.max", v);
