@@ -1,6 +1,6 @@
 /*
  * egress.h: the contract between the tc egress classifier (bpf/egress.bpf.c)
- * and its userspace loader (vmm/egress.c): map key/value layouts, drop
+ * and its userspace loader (vmm/net/egress.c): map key/value layouts, drop
  * reasons, anomaly event records.
  *
  * Included by BPF C (clang -target bpf) and by ordinary userspace C, so it
@@ -30,7 +30,7 @@
 /*
  * A DNS-learned address outlives its TTL while the guest still uses it: an
  * expired entry whose last passed packet is younger than this is kept (see
- * egress_expire() in vmm/egress.h).
+ * egress_expire() in vmm/net/egress.h).
  */
 #define EGRESS_LIVE_SEC		300
 

@@ -5,6 +5,10 @@
  * timeout and ends with the exit record once the main process is gone and
  * its output is drained.
  *
+ * A session (session.c) runs each of its execs the same way, so the pieces
+ * both need live here: exec specs, output streams, stdin queues, exit
+ * records and the put and get helpers.
+ *
  * Everything from the host is validated here before use. Work on files
  * (tar in and out) happens in children that already are the agent user,
  * so a hostile archive or path can only touch what the job itself could.
@@ -26,9 +30,9 @@
 #include <zlib.h>
 
 #include "init.h"
-#include "proto.h"
-#include "tar.h"
-#include "util.h"
+#include "job/proto.h"
+#include "job/tar.h"
+#include "lib/util.h"
 
 /* ---- job spec ---- */
 
@@ -51,7 +55,7 @@ static int push_str(char ***v, size_t *n, size_t max, const struct tlv *t, const
 }
 
 /* Relative, no "..", no empty components beyond a trailing slash. */
-static bool path_sane(const char *p)
+bool job_path_sane(const char *p)
 {
 	const char *c = p;
 	size_t n;
@@ -97,7 +101,7 @@ static int spec_elem(struct job_spec *js, const struct tlv *t, uint64_t *seen)
 		return 0;
 	case T_JOB_GET:
 		err = push_str(&js->gets, &js->ngets, PROTO_MAX_GETS, t, "--get paths");
-		if (!err && !path_sane(js->gets[js->ngets - 1]))
+		if (!err && !job_path_sane(js->gets[js->ngets - 1]))
 			return husk_seterr(EINVAL, "--get path '%s' must be workspace-relative "
 					   "without '..'", js->gets[js->ngets - 1]);
 		return err;
@@ -166,8 +170,38 @@ static int spec_elem(struct job_spec *js, const struct tlv *t, uint64_t *seen)
 		memcpy(js->net_mac, t->val, 6);
 		js->have_mac = true;
 		return 0;
+	case T_JOB_SESSION:
+		err = tlv_u8(t, &u8);
+		if (!err && u8 > 1)
+			err = husk_seterr(EINVAL, "job spec has session flag %u (0 or 1)", u8);
+		js->session = u8 == 1;
+		return err;
 	}
 	return husk_seterr(EINVAL, "job spec has unknown tag %u", t->tag);
+}
+
+static int check_argv(const struct job_spec *js, const char *what)
+{
+	if (!js->argc)
+		return husk_seterr(EINVAL, "%s spec has no command", what);
+	if (!*js->argv[0])
+		return husk_seterr(EINVAL, "%s command is an empty string", what);
+	return 0;
+}
+
+/* What a session decides per exec must not be in its own spec. */
+static int check_session(const struct job_spec *js, uint64_t seen)
+{
+	if (js->argc)
+		return husk_seterr(EINVAL, "a session's spec has no command "
+				   "(each P_EXEC has its own)");
+	if (js->ngets)
+		return husk_seterr(EINVAL, "a session's spec has no --get paths "
+				   "(P_GET asks for them)");
+	if (seen & 1ull << T_JOB_STDIN)
+		return husk_seterr(EINVAL, "a session's spec has no stdin "
+				   "(each P_EXEC asks for its own)");
+	return 0;
 }
 
 int job_spec_parse(const uint8_t *p, size_t len, struct job_spec *js)
@@ -190,10 +224,9 @@ int job_spec_parse(const uint8_t *p, size_t len, struct job_spec *js)
 	}
 	if (r)
 		return r;
-	if (!js->argc)
-		return husk_seterr(EINVAL, "job spec has no command");
-	if (!*js->argv[0])
-		return husk_seterr(EINVAL, "job command is an empty string");
+	r = js->session ? check_session(js, seen) : check_argv(js, "job");
+	if (r)
+		return r;
 	if (!js->workspace_mib)
 		js->workspace_mib = DEFAULT_WORKSPACE_MIB;
 	/* Network: all three tags or none; the gateway must be on-link. */
@@ -212,6 +245,85 @@ int job_spec_parse(const uint8_t *p, size_t len, struct job_spec *js)
 					   "is invalid");
 	}
 	return 0;
+}
+
+/* Does env (n entries) set the key of entry ("K=V")? */
+static bool env_has_key(char **env, size_t n, const char *entry)
+{
+	size_t kl = strcspn(entry, "="), i;
+
+	for (i = 0; i < n; i++)
+		if (!strncmp(env[i], entry, kl) && env[i][kl] == '=')
+			return true;
+	return false;
+}
+
+static int dup_str(char **dst, const char *s)
+{
+	*dst = s ? strdup(s) : NULL;
+	if (s && !*dst)
+		return husk_seterr(ENOMEM, "out of memory for an exec spec");
+	return 0;
+}
+
+/* The session's environment entries the exec does not override come after its own. */
+static int exec_inherit(struct job_spec *xs, const struct job_spec *session)
+{
+	size_t own = xs->nenv, i;
+	char **nv;
+
+	for (i = 0; i < session->nenv; i++) {
+		if (env_has_key(xs->env, own, session->env[i]))
+			continue;
+		nv = realloc(xs->env, (xs->nenv + 2) * sizeof(*nv));
+		if (!nv)
+			return husk_seterr(ENOMEM, "out of memory for an exec spec");
+		xs->env = nv;
+		nv[xs->nenv + 1] = NULL;
+		if (dup_str(&nv[xs->nenv], session->env[i]))
+			return -ENOMEM;
+		xs->nenv++;
+	}
+	if (!xs->cwd && dup_str(&xs->cwd, session->cwd))
+		return -ENOMEM;
+	xs->mem_limit = session->mem_limit;
+	xs->pids_limit = session->pids_limit;
+	xs->nofile = session->nofile;
+	xs->fsize = session->fsize;
+	xs->workspace_mib = session->workspace_mib;
+	return 0;
+}
+
+int exec_spec_parse(const uint8_t *p, size_t len, const struct job_spec *session,
+		    struct job_spec *xs)
+{
+	struct tlv_iter it;
+	struct tlv t;
+	uint64_t seen = 0;
+	int r;
+
+	memset(xs, 0, sizeof(*xs));
+	tlv_iter_init(&it, p, len);
+	while ((r = tlv_next(&it, &t)) == 1) {
+		switch (t.tag) {
+		case T_JOB_ARG:
+		case T_JOB_ENV:
+		case T_JOB_CWD:
+		case T_JOB_STDIN:
+		case T_JOB_TIMEOUT_MS:
+			r = spec_elem(xs, &t, &seen);
+			break;
+		default:
+			r = husk_seterr(EINVAL, "exec spec has tag %u (only argv, env, cwd, "
+					"stdin and timeout belong to an exec)", t.tag);
+		}
+		if (r)
+			return r;
+	}
+	if (r)
+		return r;
+	r = check_argv(xs, "exec");
+	return r ? r : exec_inherit(xs, session);
 }
 
 static void free_vec(char **v, size_t n)
@@ -235,45 +347,94 @@ void job_spec_free(struct job_spec *js)
 
 /* ---- helpers ---- */
 
+/*
+ * In a helper: where its failure goes. A one-shot job's helpers share the
+ * control socket (P_ERROR, the VM ends); a session's write the message to
+ * a pipe of their own, and guest-init answers the request with it.
+ */
+static int helper_msg = -1;
+
+static void helper_report(const char *msg)
+{
+	fprintf(stderr, "husk-init: %s\n", msg);
+	/* The pipe: one write below PIPE_BUF, read once the helper is gone. */
+	if (helper_msg < 0)
+		proto_send(cfg.ctl, P_ERROR, msg, strlen(msg));
+	else if (write(helper_msg, msg, strlen(msg)) < 0)
+		fprintf(stderr, "husk-init: reporting it: %s\n", strerror(errno));
+}
+
+/* In a helper: report husk_lasterr() (the host sees why) and fail. */
+static int helper_fail(const char *what)
+{
+	char msg[600];
+
+	snprintf(msg, sizeof(msg), "%s: %s", what, husk_lasterr());
+	helper_report(msg);
+	return -1;
+}
+
+/*
+ * Fork a helper that becomes the agent user and exits with fn's verdict.
+ * keep NULL: it keeps every descriptor (a one-shot job's helpers use the
+ * control socket); else only those, and its failure goes to msg.
+ */
+static pid_t agent_fork(int (*fn)(void *), void *arg, int msg, const int *keep, size_t nkeep)
+{
+	sigset_t all;
+	pid_t pid;
+
+	pid = fork();
+	if (pid < 0)
+		return husk_seterr(errno, "fork: %s", strerror(errno));
+	if (pid)
+		return pid;
+	sigemptyset(&all);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	if (keep) {
+		close_fds_except(keep, nkeep);
+		helper_msg = msg;
+	}
+	if (sandbox_drop_user()) {
+		helper_report(husk_lasterr());
+		_exit(1);
+	}
+	_exit(fn(arg) ? 1 : 0);
+}
+
 /* Fork a helper that becomes the agent user; the parent gets its status. */
 static int run_as_agent(int (*fn)(void *), void *arg)
 {
 	pid_t pid;
 	int st;
 
-	pid = fork();
+	pid = agent_fork(fn, arg, -1, NULL, 0);
 	if (pid < 0)
-		return husk_seterr(errno, "fork: %s", strerror(errno));
-	if (pid == 0) {
-		sigset_t all;
-
-		sigemptyset(&all);
-		sigprocmask(SIG_SETMASK, &all, NULL);
-		if (sandbox_drop_user()) {
-			proto_send(cfg.ctl, P_ERROR, husk_lasterr(), strlen(husk_lasterr()));
-			fprintf(stderr, "husk-init: %s\n", husk_lasterr());
-			_exit(1);
-		}
-		_exit(fn(arg) ? 1 : 0);
-	}
+		return pid;
 	while (waitpid(pid, &st, 0) < 0)
 		if (errno != EINTR)
 			return husk_seterr(errno, "waitpid: %s", strerror(errno));
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
 }
 
-/* In a helper: report on the control socket (the host sees why) and fail. */
-static int helper_fail(const char *what)
-{
-	char msg[600];
+/* ---- files in ---- */
 
-	snprintf(msg, sizeof(msg), "%s: %s", what, husk_lasterr());
-	fprintf(stderr, "husk-init: %s\n", msg);
-	proto_send(cfg.ctl, P_ERROR, msg, strlen(msg));
-	return -1;
+static struct tar_extract *extract_new(int dirfd)
+{
+	struct tar_limits lim = { .max_bytes = TAR_DEFAULT_MAX_BYTES,
+				  .max_entries = TAR_DEFAULT_MAX_ENTRIES };
+
+	return tar_extract_new(dirfd, &lim);
 }
 
-/* ---- files in ---- */
+static int open_workspace(void)
+{
+	int dirfd = open(cfg.workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (dirfd < 0)
+		return husk_seterr(errno, "open %s: %s", cfg.workspace, strerror(errno));
+	return dirfd;
+}
 
 static int extract_one(int dirfd);
 
@@ -282,11 +443,9 @@ static int extract_helper(void *arg)
 	unsigned nr;
 	int dirfd;
 
-	dirfd = open(cfg.workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dirfd < 0) {
-		husk_seterr(errno, "open %s: %s", cfg.workspace, strerror(errno));
+	dirfd = open_workspace();
+	if (dirfd < 0)
 		return helper_fail("files in");
-	}
 	for (nr = 0; nr < *(const uint8_t *)arg; nr++) {
 		if (extract_one(dirfd))
 			return -1;
@@ -298,13 +457,12 @@ static int extract_helper(void *arg)
 /* One gzip'd tar stream: P_FILES_IN chunks up to an empty one. */
 static int extract_one(int dirfd)
 {
-	struct tar_limits lim = { .max_bytes = TAR_DEFAULT_MAX_BYTES, .max_entries = TAR_DEFAULT_MAX_ENTRIES };
 	struct tar_extract *x;
 	struct proto_hdr h;
 	uint8_t *p;
 	int err;
 
-	x = tar_extract_new(dirfd, &lim);
+	x = extract_new(dirfd);
 	if (!x)
 		return helper_fail("files in");
 	for (;;) {
@@ -336,19 +494,80 @@ int files_in(const struct job_spec *js)
 	return run_as_agent(extract_helper, (void *)&js->files_in);
 }
 
+/* A session's put: the stream arrives on a pipe, EOF is its end. */
+static int put_helper(void *arg)
+{
+	static uint8_t buf[CHUNK_MAX];
+	int in = *(const int *)arg, dirfd;
+	struct tar_extract *x;
+	ssize_t n;
+
+	dirfd = open_workspace();
+	if (dirfd < 0)
+		return helper_fail("put");
+	x = extract_new(dirfd);
+	if (!x)
+		return helper_fail("put");
+	for (;;) {
+		n = read(in, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			husk_seterr(errno, "reading the archive: %s", strerror(errno));
+			return helper_fail("put");
+		}
+		if (!n)
+			break;
+		if (tar_extract_feed(x, buf, n))
+			return helper_fail("put");
+	}
+	if (tar_extract_finish(x))
+		return helper_fail("put");
+	tar_extract_free(x);
+	close(dirfd);
+	return 0;
+}
+
+pid_t files_put_start(int in, int msg)
+{
+	int keep[] = { in, msg };
+
+	return agent_fork(put_helper, &in, msg, keep, ARRAY_SIZE(keep));
+}
+
 /* ---- files out ---- */
 
 struct out_buf {
 	uint8_t data[CHUNK_MAX];
 	size_t len;
+	int fd;			/* the control socket, or a session's pipe */
+	bool raw;		/* a pipe: plain bytes (guest-init frames them) */
 };
+
+static int write_all(int fd, const uint8_t *p, size_t len)
+{
+	ssize_t n;
+
+	while (len) {
+		n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return husk_seterr(n < 0 ? errno : EIO, "writing the archive: %s",
+					   strerror(n < 0 ? errno : EIO));
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
 
 static int out_flush(struct out_buf *o)
 {
 	int err = 0;
 
 	if (o->len)
-		err = proto_send(cfg.ctl, P_FILES_OUT, o->data, o->len);
+		err = o->raw ? write_all(o->fd, o->data, o->len) :
+			       proto_send(o->fd, P_FILES_OUT, o->data, o->len);
 	o->len = 0;
 	return err;
 }
@@ -401,6 +620,15 @@ static int empty_archive(struct out_buf *o)
 	return r == Z_STREAM_END ? 0 : husk_seterr(EIO, "gzip of the empty archive failed");
 }
 
+/* What to archive and where the archive goes. */
+struct get_req {
+	const char *path;
+	int fd;
+	bool raw;
+	const char *what;	/* for messages: "files out", "get" */
+	const char *label;	/* how the console names the path: "--get", "get" */
+};
+
 /*
  * A path that does not exist yields a valid archive with no entries and a
  * diagnostic on the console; it is not an error, because
@@ -408,38 +636,43 @@ static int empty_archive(struct out_buf *o)
  */
 static int create_helper(void *arg)
 {
-	const char *path = arg;
+	const struct get_req *req = arg;
+	const char *path = req->path;
 	struct out_buf *o = calloc(1, sizeof(*o));
 	struct stat st;
 
 	if (!o) {
 		husk_seterr(ENOMEM, "out of memory");
-		return helper_fail("files out");
+		return helper_fail(req->what);
 	}
+	o->fd = req->fd;
+	o->raw = req->raw;
 	if (chdir(cfg.workspace)) {
 		husk_seterr(errno, "chdir %s: %s", cfg.workspace, strerror(errno));
-		return helper_fail("files out");
+		return helper_fail(req->what);
 	}
 	if (lstat(path, &st)) {
-		fprintf(stderr, "husk-init: --get %s: %s (sending an empty archive)\n", path,
-			strerror(errno));
+		fprintf(stderr, "husk-init: %s %s: %s (sending an empty archive)\n", req->label,
+			path, strerror(errno));
 		if (empty_archive(o) || out_flush(o))
-			return helper_fail("files out");
+			return helper_fail(req->what);
 		return 0;
 	}
 	if (tar_create(path, path, out_fn, o) || out_flush(o))
-		return helper_fail("files out");
+		return helper_fail(req->what);
 	free(o);
 	return 0;
 }
 
 int files_out(const struct job_spec *js)
 {
+	struct get_req req = { .fd = cfg.ctl, .what = "files out", .label = "--get" };
 	size_t i;
 	int err;
 
 	for (i = 0; i < js->ngets; i++) {
-		err = run_as_agent(create_helper, js->gets[i]);
+		req.path = js->gets[i];
+		err = run_as_agent(create_helper, &req);
 		if (err)
 			return err;
 		err = proto_send(cfg.ctl, P_FILES_OUT, NULL, 0);
@@ -449,45 +682,35 @@ int files_out(const struct job_spec *js)
 	return 0;
 }
 
-/* ---- supervising ---- */
+pid_t files_get_start(const char *path, int out, int msg)
+{
+	struct get_req req = { path, out, true, "get", "get" };
+	int keep[] = { out, msg };
 
-struct stream {
-	int fd;			/* read end, -1 at EOF */
-	uint16_t type;
-};
+	return agent_fork(create_helper, &req, msg, keep, ARRAY_SIZE(keep));
+}
+
+/* ---- supervising ---- */
 
 struct job {
 	pid_t pid;		/* the job's init; 0 before it exists */
 	bool reaped;		/* the job's init is gone */
 	bool ended;		/* the job's main process is: res is filled */
-	int statfd;		/* the init's report, -1 once read or closed */
-	struct jobinit_report rep;
-	size_t rep_len;
+	struct report_rd rep;	/* the init's report */
 	uint64_t force_at;	/* SIGKILL the init if the job has not ended by then */
-	int stdin_fd;		/* write end, -1 once closed */
-	uint8_t *in_buf;	/* queued stdin bytes */
-	size_t in_len, in_off;
-	bool in_eof;		/* host sent the empty P_STDIN */
+	struct feed in;		/* the job's stdin */
 	struct stream out[2];
 	int sfd, tfd;
 	struct proto_reader rd;
 	struct job_result *res;
 };
 
-#define STDIN_QUEUE_MAX (1u << 20)	/* stop reading the host beyond this */
-/*
- * After the main process: whatever is left is killed, the pipes drained;
- * also how long the job's init gets to report a kill before it is killed.
- */
-#define DRAIN_MS 2000
-
-/* Relay up to one chunk; -errno on a failed send, 0 otherwise. */
-static int pump_stream(struct stream *s)
+int stream_pump(struct stream *s)
 {
-	static uint8_t buf[CHUNK_MAX];
+	static uint8_t buf[sizeof(s->pre) + CHUNK_MAX];
 	ssize_t n;
 
-	n = read(s->fd, buf, sizeof(buf));
+	n = read(s->fd, buf + s->pre_len, CHUNK_MAX);
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
 		return 0;
 	if (n <= 0) {
@@ -495,61 +718,62 @@ static int pump_stream(struct stream *s)
 		s->fd = -1;
 		return 0;
 	}
-	return proto_send(cfg.ctl, s->type, buf, n);
+	memcpy(buf, s->pre, s->pre_len);
+	return proto_send(cfg.ctl, s->type, buf, s->pre_len + n);
 }
 
-static void close_stdin(struct job *j)
+void feed_close(struct feed *f)
 {
-	if (j->stdin_fd >= 0)
-		close(j->stdin_fd);
-	j->stdin_fd = -1;
-	free(j->in_buf);
-	j->in_buf = NULL;
-	j->in_len = j->in_off = 0;
+	if (f->fd >= 0)
+		close(f->fd);
+	f->fd = -1;
+	free(f->buf);
+	f->buf = NULL;
+	f->len = f->off = 0;
 }
 
-static void pump_stdin(struct job *j)
+void feed_pump(struct feed *f)
 {
 	ssize_t n;
 
-	while (j->stdin_fd >= 0 && j->in_off < j->in_len) {
-		n = write(j->stdin_fd, j->in_buf + j->in_off, j->in_len - j->in_off);
+	while (f->fd >= 0 && f->off < f->len) {
+		n = write(f->fd, f->buf + f->off, f->len - f->off);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EAGAIN)
 			return;
 		if (n < 0) {
-			/* EPIPE: the job closed its stdin; the rest is dropped. */
-			close_stdin(j);
+			/* EPIPE: the reader closed its end; the rest is dropped. */
+			feed_close(f);
 			return;
 		}
-		j->in_off += n;
+		f->off += n;
 	}
-	if (j->in_off == j->in_len) {
-		j->in_off = j->in_len = 0;
-		if (j->in_eof)
-			close_stdin(j);
+	if (f->off == f->len) {
+		f->off = f->len = 0;
+		if (f->eof)
+			feed_close(f);
 	}
 }
 
-static int queue_stdin(struct job *j, const uint8_t *p, size_t len)
+int feed_queue(struct feed *f, const uint8_t *p, size_t len)
 {
 	uint8_t *nb;
 
 	if (!len) {
-		j->in_eof = true;
-		pump_stdin(j);
+		f->eof = true;
+		feed_pump(f);
 		return 0;
 	}
-	if (j->stdin_fd < 0 || j->in_eof)
-		return 0;	/* the job is not reading any more: drop */
-	nb = realloc(j->in_buf, j->in_len + len);
+	if (f->fd < 0 || f->eof)
+		return 0;	/* nobody is reading any more: drop */
+	nb = realloc(f->buf, f->len + len);
 	if (!nb)
-		return husk_seterr(ENOMEM, "out of memory for stdin");
-	memcpy(nb + j->in_len, p, len);
-	j->in_buf = nb;
-	j->in_len += len;
-	pump_stdin(j);
+		return husk_seterr(ENOMEM, "out of memory queueing %zu bytes for a pipe", len);
+	memcpy(nb + f->len, p, len);
+	f->buf = nb;
+	f->len += len;
+	feed_pump(f);
 	return 0;
 }
 
@@ -562,7 +786,7 @@ static int handle_ctl(struct job *j)
 
 	while ((r = proto_reader_read(&j->rd, cfg.ctl, &h, &p)) == 1) {
 		if (h.type == P_STDIN) {
-			r = queue_stdin(j, p, h.len);
+			r = feed_queue(&j->in, p, h.len);
 		} else if (h.type == P_ERROR) {
 			snprintf(msg, sizeof(msg), "host sent an error: %.*s",
 				 (int)(h.len < 100 ? h.len : 100), p ? (char *)p : "");
@@ -581,40 +805,69 @@ static int handle_ctl(struct job *j)
 	return r;
 }
 
+void job_result_set(struct job_result *r, int st, const struct rusage *ru)
+{
+	r->end_ns = realtime_ns();
+	r->ru = *ru;
+	r->exited = WIFEXITED(st);
+	r->code = WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st);
+}
+
+void exit_record_put(struct tlv_buf *b, const struct job_result *r)
+{
+	tlv_put_u32(b, r->exited ? T_EXIT_CODE : T_EXIT_SIGNAL, r->code);
+	tlv_put_u8(b, T_EXIT_TIMED_OUT, r->timed_out);
+	tlv_put_u64(b, T_EXIT_USER_US, r->ru.ru_utime.tv_sec * 1000000ull +
+		    r->ru.ru_utime.tv_usec);
+	tlv_put_u64(b, T_EXIT_SYS_US, r->ru.ru_stime.tv_sec * 1000000ull +
+		    r->ru.ru_stime.tv_usec);
+	tlv_put_u64(b, T_EXIT_MAXRSS_KIB, r->ru.ru_maxrss);
+	tlv_put_u64(b, T_EXIT_START_NS, r->start_ns);
+	tlv_put_u64(b, T_EXIT_END_NS, r->end_ns);
+}
+
 /* The job's main process has ended with wait status st. */
 static void job_ended(struct job *j, int st, const struct rusage *ru)
 {
 	j->ended = true;
-	j->res->end_ns = realtime_ns();
-	j->res->ru = *ru;
-	j->res->exited = WIFEXITED(st);
-	j->res->code = WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st);
+	job_result_set(j->res, st, ru);
 }
 
 /*
- * The init's report, read as it comes (it is written once, before the init
- * exits). A report that is not a plain exit or death by a signal is
- * ignored: the init's own exit status stands in for it.
+ * A report is written once, before its writer exits. One that is not a
+ * plain exit or death by a signal is ignored: the writer's own exit status
+ * stands in for it.
  */
-static void read_report(struct job *j)
+int report_read(struct report_rd *r)
 {
-	struct jobinit_report *r = &j->rep;
+	struct jobinit_report *rep = &r->rep;
 	ssize_t n;
 
-	if (j->statfd < 0)
-		return;
-	n = read(j->statfd, (uint8_t *)r + j->rep_len, sizeof(*r) - j->rep_len);
-	if (n < 0 && (errno == EINTR || errno == EAGAIN))
-		return;
-	if (n > 0)
-		j->rep_len += n;
-	if (n > 0 && j->rep_len < sizeof(*r))
-		return;
-	close(j->statfd);
-	j->statfd = -1;
-	if (j->rep_len == sizeof(*r) && r->magic == JOBINIT_MAGIC && !j->ended &&
-	    (WIFEXITED(r->status) || (WIFSIGNALED(r->status) && WTERMSIG(r->status) < 65)))
-		job_ended(j, r->status, &r->ru);
+	if (r->fd < 0)
+		return 0;
+	for (;;) {
+		n = read(r->fd, (uint8_t *)rep + r->len, sizeof(*rep) - r->len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return 0;
+		if (n > 0)
+			r->len += n;
+		if (n <= 0 || r->len == sizeof(*rep))
+			break;
+	}
+	close(r->fd);
+	r->fd = -1;
+	if (r->len == sizeof(*rep) && rep->magic == JOBINIT_MAGIC &&
+	    (WIFEXITED(rep->status) || (WIFSIGNALED(rep->status) && WTERMSIG(rep->status) < 65)))
+		return 1;
+	return -1;
+}
+
+static void read_report(struct job *j)
+{
+	if (report_read(&j->rep) == 1 && !j->ended)
+		job_ended(j, j->rep.rep.status, &j->rep.rep.ru);
 }
 
 static void reap(struct job *j)
@@ -719,25 +972,17 @@ int job_prepare(void)
 	return pre.pid < 0 ? pre.pid : 0;
 }
 
-/* Hand the job to its init; its set-up failure, if any, comes back on ep. */
-static int spawn(struct job *j, const struct job_spec *js, const uint8_t *spec, size_t len)
+/*
+ * The job spec to the job's init; its set-up failure, if any, comes back
+ * on ep, whose EOF means the job has exec'd (or reached its exec failure
+ * path), or for a session that the init is ready.
+ */
+static int hand_spec(const uint8_t *spec, size_t len)
 {
 	char msg[600];
 	size_t off = 0;
 	ssize_t n;
 
-	if (pre.pid < 0)
-		return husk_seterr(ECHILD, "the job's init is not there");
-	j->pid = pre.pid;
-	j->stdin_fd = pre.in;
-	if (!js->stdin_frames) {
-		close(pre.in);
-		j->stdin_fd = -1;
-	}
-	j->out[0] = (struct stream){ pre.out, P_STDOUT };
-	j->out[1] = (struct stream){ pre.err, P_STDERR };
-	j->statfd = pre.sp;
-	j->res->start_ns = realtime_ns();
 	while (off < len) {
 		n = write(pre.spec, spec + off, len - off);
 		if (n < 0 && errno == EINTR)
@@ -747,7 +992,6 @@ static int spawn(struct job *j, const struct job_spec *js, const uint8_t *spec, 
 		off += n;
 	}
 	close(pre.spec);
-	/* EOF on ep means the job has exec'd (or reached its exec failure path). */
 	while ((n = read(pre.ep, msg, sizeof(msg) - 1)) < 0 && errno == EINTR)
 		;
 	close(pre.ep);
@@ -757,10 +1001,47 @@ static int spawn(struct job *j, const struct job_spec *js, const uint8_t *spec, 
 	}
 	if (off < len)
 		return husk_seterr(EIO, "the job's init did not take the job spec");
-	if (j->stdin_fd >= 0)
-		fcntl(j->stdin_fd, F_SETFL, O_NONBLOCK);
-	fcntl(j->statfd, F_SETFL, O_NONBLOCK);
 	return 0;
+}
+
+static int spawn(struct job *j, const struct job_spec *js, const uint8_t *spec, size_t len)
+{
+	int err;
+
+	if (pre.pid < 0)
+		return husk_seterr(ECHILD, "the job's init is not there");
+	j->pid = pre.pid;
+	j->in.fd = pre.in;
+	if (!js->stdin_frames) {
+		close(pre.in);
+		j->in.fd = -1;
+	}
+	j->out[0] = (struct stream){ .fd = pre.out, .type = P_STDOUT };
+	j->out[1] = (struct stream){ .fd = pre.err, .type = P_STDERR };
+	j->rep.fd = pre.sp;
+	j->res->start_ns = realtime_ns();
+	err = hand_spec(spec, len);
+	if (err)
+		return err;
+	if (j->in.fd >= 0)
+		fcntl(j->in.fd, F_SETFL, O_NONBLOCK);
+	fcntl(j->rep.fd, F_SETFL, O_NONBLOCK);
+	return 0;
+}
+
+/* The session's init needs none of the job's pipes: it never forks a job. */
+int job_session_init(const uint8_t *spec, size_t len, pid_t *init)
+{
+	int fds[] = { pre.in, pre.out, pre.err, pre.sp };
+	size_t i;
+
+	*init = 0;
+	if (pre.pid < 0)
+		return husk_seterr(ECHILD, "the job's init is not there");
+	*init = pre.pid;
+	for (i = 0; i < ARRAY_SIZE(fds); i++)
+		close(fds[i]);
+	return hand_spec(spec, len);
 }
 
 /* A negative fd makes poll skip the slot. */
@@ -773,34 +1054,52 @@ static void watch(struct pollfd *p, int fd, short events)
 
 enum { FD_CTL, FD_SIG, FD_TIMER, FD_OUT, FD_ERR, FD_IN, FD_STAT, NFDS };
 
-/*
- * The kernel's OOM killer ended some of the job's processes (its memory
- * limit, or the guest's memory): say so on the job's stderr, the only place
- * the user looks, since the exit record just shows SIGKILL.
- */
-static int report_oom(const struct job_spec *js)
+/* A message of our own on an output stream (the user's stderr). */
+static int stream_say(const struct stream *s, const char *msg)
 {
-	uint64_t n = sandbox_oom_kills();
+	uint8_t buf[sizeof(s->pre) + 256];
+	size_t n = strlen(msg);
+
+	if (n > 256)
+		n = 256;
+	memcpy(buf, s->pre, s->pre_len);
+	memcpy(buf + s->pre_len, msg, n);
+	return proto_send(cfg.ctl, s->type, buf, s->pre_len + n);
+}
+
+/*
+ * The kernel's OOM killer ended processes in cgroup (its memory limit, or
+ * the guest's memory): say so on err, the job's or an exec's stderr and the
+ * only place the user looks, since the exit record just shows SIGKILL.
+ */
+int report_oom(const struct job_spec *js, const char *cgroup, const struct stream *err,
+	       bool exec)
+{
+	uint64_t n = sandbox_oom_kills(cgroup);
+	const char *whose = exec ? "this command's" : "its";
 	char msg[256];
 
 	if (!n)
 		return 0;
 	if (js->mem_limit)
-		snprintf(msg, sizeof(msg), "husk-init: the job reached its memory limit of %llu "
-			 "MiB: the kernel's OOM killer ended %llu of its processes\n",
-			 (unsigned long long)(js->mem_limit >> 20), (unsigned long long)n);
+		snprintf(msg, sizeof(msg), "husk-init: the %s reached its memory limit of %llu "
+			 "MiB: the kernel's OOM killer ended %llu of %s processes\n",
+			 exec ? "session" : "job", (unsigned long long)(js->mem_limit >> 20),
+			 (unsigned long long)n, whose);
 	else
 		snprintf(msg, sizeof(msg), "husk-init: the guest ran out of memory: the kernel's "
-			 "OOM killer ended %llu of the job's processes\n", (unsigned long long)n);
+			 "OOM killer ended %llu of %s processes\n", (unsigned long long)n,
+			 exec ? whose : "the job's");
 	fputs(msg, stderr);
-	return proto_send(cfg.ctl, P_STDERR, msg, strlen(msg));
+	return stream_say(err, msg);
 }
 
 int job_run(const struct job_spec *js, const uint8_t *spec, size_t len,
 	    struct job_result *res)
 {
-	struct job j = { .res = res, .stdin_fd = -1, .statfd = -1,
-			 .out = { { -1, P_STDOUT }, { -1, P_STDERR } } };
+	struct job j = { .res = res, .in = { .fd = -1 }, .rep = { .fd = -1 },
+			 .out = { { .fd = -1, .type = P_STDOUT },
+				  { .fd = -1, .type = P_STDERR } } };
 	struct pollfd pfd[NFDS];
 	uint64_t ticks, now, wake, deadline = 0;
 	int err, i, timeout;
@@ -811,8 +1110,15 @@ int job_run(const struct job_spec *js, const uint8_t *spec, size_t len,
 	if (err)
 		return err;
 	err = spawn(&j, js, spec, len);
-	if (!err)
-		err = proto_send(cfg.ctl, P_STARTED, NULL, 0);
+	if (!err) {
+		struct tlv_buf b;
+
+		init_step(IS_JOB_STARTED);
+		tlv_init(&b);
+		init_steps_put(&b);
+		err = b.failed ? -ENOMEM : proto_send(cfg.ctl, P_STARTED, b.data, b.len);
+		tlv_free(&b);
+	}
 	if (err)
 		goto kill;
 	husk_event(HUSK_EV_JOB_STARTED);
@@ -834,14 +1140,14 @@ int job_run(const struct job_spec *js, const uint8_t *spec, size_t len,
 		}
 		if (j.force_at && !j.ended && now >= j.force_at)
 			force_kill(&j);
-		watch(&pfd[FD_CTL], j.ended || j.in_len >= STDIN_QUEUE_MAX ? -1 : cfg.ctl,
+		watch(&pfd[FD_CTL], j.ended || j.in.len >= STDIN_QUEUE_MAX ? -1 : cfg.ctl,
 		      POLLIN);
 		watch(&pfd[FD_SIG], j.sfd, POLLIN);
 		watch(&pfd[FD_TIMER], j.tfd, POLLIN);
 		watch(&pfd[FD_OUT], j.out[0].fd, POLLIN);
 		watch(&pfd[FD_ERR], j.out[1].fd, POLLIN);
-		watch(&pfd[FD_IN], j.in_off < j.in_len ? j.stdin_fd : -1, POLLOUT);
-		watch(&pfd[FD_STAT], j.statfd, POLLIN);
+		watch(&pfd[FD_IN], j.in.off < j.in.len ? j.in.fd : -1, POLLOUT);
+		watch(&pfd[FD_STAT], j.rep.fd, POLLIN);
 		wake = killed ? deadline : j.ended ? 0 : j.force_at;
 		timeout = !wake ? -1 : wake > now ? (int)((wake - now) / 1000) + 1 : 0;
 		if (poll(pfd, NFDS, timeout) < 0) {
@@ -864,19 +1170,19 @@ int job_run(const struct job_spec *js, const uint8_t *spec, size_t len,
 		for (i = 0; i < 2; i++) {
 			if (!pfd[FD_OUT + i].revents)
 				continue;
-			err = pump_stream(&j.out[i]);
+			err = stream_pump(&j.out[i]);
 			if (err)
 				goto kill;
 		}
 		if (pfd[FD_IN].revents)
-			pump_stdin(&j);
+			feed_pump(&j.in);
 		if (pfd[FD_CTL].revents) {
 			err = handle_ctl(&j);
 			if (err)
 				goto kill;
 		}
 	}
-	err = report_oom(js);
+	err = report_oom(js, JOB_CGROUP, &j.out[1], false);
 	goto out;
 kill:
 	abort_job(&j);
@@ -884,9 +1190,9 @@ out:
 	for (i = 0; i < 2; i++)
 		if (j.out[i].fd >= 0)
 			close(j.out[i].fd);
-	if (j.statfd >= 0)
-		close(j.statfd);
-	close_stdin(&j);
+	if (j.rep.fd >= 0)
+		close(j.rep.fd);
+	feed_close(&j.in);
 	proto_reader_free(&j.rd);
 	close(j.sfd);
 	if (j.tfd >= 0)

@@ -27,6 +27,9 @@
  * It stays outside the job's cgroup: a timeout's cgroup.kill or the job's
  * memory limit ends the job's processes, never the one that reports how.
  *
+ * In a session (T_JOB_SESSION) the init forks nothing: it stays PID 1 of
+ * the namespaces that guest-init's helpers join for each exec (session.c).
+ *
  * Test mode without root cannot create namespaces, so it skips them: the
  * job's init is then an ordinary child of guest-init (a subreaper, so
  * orphans still come to it) and kills the job's process group instead.
@@ -46,8 +49,8 @@
 #include <unistd.h>
 
 #include "init.h"
-#include "proto.h"
-#include "util.h"
+#include "job/proto.h"
+#include "lib/util.h"
 
 extern char **environ;
 
@@ -91,8 +94,8 @@ static char **job_env(const struct job_spec *js)
 	return env;
 }
 
-/* Report a set-up failure through errfd (guest-init turns it into P_ERROR). */
-static _Noreturn void child_fail(int errfd)
+/* Report a set-up failure through errfd (guest-init: P_ERROR, or P_XERROR for an exec). */
+_Noreturn void child_fail(int errfd)
 {
 	const char *m = husk_lasterr();
 
@@ -101,7 +104,7 @@ static _Noreturn void child_fail(int errfd)
 	_exit(125);
 }
 
-static _Noreturn void job_exec(const struct job_spec *js, const struct job_fds *f)
+_Noreturn void job_exec(const struct job_spec *js, const struct job_fds *f, const char *cgroup)
 {
 	sigset_t none;
 	char msg[512];
@@ -128,7 +131,7 @@ static _Noreturn void job_exec(const struct job_spec *js, const struct job_fds *
 		husk_seterr(ENOMEM, "out of memory for the environment");
 		child_fail(f->errfd);
 	}
-	if (sandbox_enter(js))
+	if (sandbox_enter(js, cgroup))
 		child_fail(f->errfd);
 	/* After the uid switch, so the agent user's permissions decide. */
 	if (chdir(cfg.workspace) || (js->cwd && chdir(js->cwd))) {
@@ -166,22 +169,26 @@ static int cmp_int(const void *a, const void *b)
 }
 
 /*
- * The init never execs, so guest-init's close-on-exec descriptors (control
- * socket, signalfd, the guest-init ends of the pipes) would stay open in
- * it: close every descriptor but stdio and the job's pipe ends.
+ * Children that do not exec keep guest-init's close-on-exec descriptors
+ * (control socket, signalfd, the guest-init ends of every pipe, another
+ * exec's stdin among them, whose EOF would never come): close all but
+ * stdio and keep.
  */
-static void close_other_fds(const struct job_fds *f)
+void close_fds_except(const int *keep_fds, size_t n)
 {
-	int keep[] = { 2, f->in, f->out, f->err, f->errfd, f->statfd, f->spec, f->netns };
 	unsigned from = 3, last, i, fd;
 	struct rlimit rl;
+	int keep[16];
 
-	qsort(keep, ARRAY_SIZE(keep), sizeof(keep[0]), cmp_int);
-	for (i = 0; i <= ARRAY_SIZE(keep); i++) {
-		/* Sorted: -1 (no netns) and stdio come first and are skipped. */
-		if (i < ARRAY_SIZE(keep) && (keep[i] < 0 || (unsigned)keep[i] < from))
+	if (n > ARRAY_SIZE(keep))
+		n = ARRAY_SIZE(keep);
+	memcpy(keep, keep_fds, n * sizeof(keep[0]));
+	qsort(keep, n, sizeof(keep[0]), cmp_int);
+	for (i = 0; i <= n; i++) {
+		/* Sorted: -1 (absent) and stdio come first and are skipped. */
+		if (i < n && (keep[i] < 0 || (unsigned)keep[i] < from))
 			continue;
-		last = i < ARRAY_SIZE(keep) ? (unsigned)keep[i] - 1 : ~0u;
+		last = i < n ? (unsigned)keep[i] - 1 : ~0u;
 		if (last >= from && close_range(from, last, 0) && errno == ENOSYS) {
 			/* Kernels before 5.9: one by one, up to the descriptor limit. */
 			if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur > 65536)
@@ -189,9 +196,17 @@ static void close_other_fds(const struct job_fds *f)
 			for (fd = from; fd <= last && fd < rl.rlim_cur; fd++)
 				close(fd);
 		}
-		if (i < ARRAY_SIZE(keep))
+		if (i < n)
 			from = keep[i] + 1;
 	}
+}
+
+/* The init keeps stdio and the job's pipe ends only. */
+static void close_other_fds(const struct job_fds *f)
+{
+	int keep[] = { f->in, f->out, f->err, f->errfd, f->statfd, f->spec, f->netns };
+
+	close_fds_except(keep, ARRAY_SIZE(keep));
 }
 
 /*
@@ -274,7 +289,7 @@ static void kill_job(pid_t job)
 	}
 }
 
-static _Noreturn void report_and_exit(pid_t job, int statfd, int st, const struct rusage *ru)
+int jobinit_report_write(int fd, int st, const struct rusage *ru)
 {
 	struct jobinit_report r;
 
@@ -282,8 +297,16 @@ static _Noreturn void report_and_exit(pid_t job, int statfd, int st, const struc
 	r.magic = JOBINIT_MAGIC;
 	r.status = st;
 	r.ru = *ru;
-	/* One write below PIPE_BUF: atomic. If it fails guest-init is gone. */
-	if (write(statfd, &r, sizeof(r)) != (ssize_t)sizeof(r))
+	/* One write below PIPE_BUF: atomic. */
+	if (write(fd, &r, sizeof(r)) != (ssize_t)sizeof(r))
+		return -EPIPE;
+	return 0;
+}
+
+static _Noreturn void report_and_exit(pid_t job, int statfd, int st, const struct rusage *ru)
+{
+	/* If the report does not go, guest-init is gone. */
+	if (jobinit_report_write(statfd, st, ru))
 		_exit(1);
 	/* Leaving the namespace kills what is left of the job; test mode has none. */
 	if (!cfg.namespaces)
@@ -315,6 +338,39 @@ static _Noreturn void supervise(pid_t job, int statfd)
 	}
 }
 
+/*
+ * A session has no main process: the init stays PID 1 of the namespaces
+ * its execs join (session.c) and only reaps the orphans there, until
+ * guest-init kills it at the session's end, which ends the namespace and
+ * whatever is left in it.
+ */
+static _Noreturn void session_init(const struct job_fds *f)
+{
+	siginfo_t si;
+	sigset_t set;
+	int sig;
+
+	close(f->in);
+	close(f->out);
+	close(f->err);
+	close(f->statfd);
+	if (sandbox_enter_jobinit())
+		child_fail(f->errfd);
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	/* EOF: guest-init may let the execs in. */
+	close(f->errfd);
+	jobinit_sigset(&set);
+	for (;;) {
+		sig = sigwaitinfo(&set, &si);
+		if (sig == SIGCHLD)
+			while (waitpid(-1, NULL, WNOHANG) > 0)
+				;
+		else if (sig == JOBINIT_KILL && cfg.namespaces)
+			kill(-1, SIGKILL);
+		/* SIGTERM, SIGINT, SIGHUP: there is no main process to pass them to. */
+	}
+}
+
 static _Noreturn void jobinit_main(const struct job_fds *f)
 {
 	struct job_spec js;
@@ -341,6 +397,8 @@ static _Noreturn void jobinit_main(const struct job_fds *f)
 	}
 	if (f->netns >= 0)
 		close(f->netns);
+	if (js.session)
+		session_init(f);
 	job = fork();
 	if (job < 0) {
 		husk_seterr(errno, "fork the job: %s", strerror(errno));
@@ -348,7 +406,7 @@ static _Noreturn void jobinit_main(const struct job_fds *f)
 	}
 	if (job == 0) {
 		close(f->statfd);
-		job_exec(&js, f);
+		job_exec(&js, f, JOB_CGROUP);
 	}
 	/* Only the job may hold its pipes: their EOF is how its output ends. */
 	close(f->in);

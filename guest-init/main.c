@@ -5,7 +5,8 @@
  * filesystems, a tmpfs /tmp, the console for diagnostics), tells husk
  * through its control port, connects the vsock control channel and then
  * follows the conversation of docs/protocol.md: HELLO, JOB, files in, the
- * job (job.c), EXIT, files out, DONE, power off. Any internal error is sent
+ * job (job.c), EXIT, files out, DONE, power off; or for a session, its
+ * frames (session.c) after files in, then DONE. Any internal error is sent
  * as P_ERROR, printed on the console and ends the VM with status 1.
  *
  * PID 1 must never return or die (the kernel panics), so every path ends in
@@ -36,8 +37,8 @@
 #include <unistd.h>
 
 #include "init.h"
-#include "proto.h"
-#include "util.h"
+#include "job/proto.h"
+#include "lib/util.h"
 
 struct init_cfg cfg = { .ctl = -1, .workspace = WORKSPACE };
 static bool have_ports;
@@ -266,12 +267,40 @@ static void send_tlv(uint16_t type, struct tlv_buf *b)
  */
 #define RECONNECTS_MAX 20
 
+static uint64_t step_us[IS_NR];
+
+void init_step(unsigned step)
+{
+	struct timespec ts;
+
+	if (step >= IS_NR || clock_gettime(CLOCK_BOOTTIME, &ts))
+		return;
+	step_us[step] = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+void init_steps_put(struct tlv_buf *b)
+{
+	uint8_t v[INIT_STEP_LEN];
+	unsigned i, k;
+
+	for (i = 0; i < IS_NR; i++) {
+		if (!step_us[i])
+			continue;
+		v[0] = (uint8_t)i;
+		for (k = 0; k < 8; k++)
+			v[1 + k] = (uint8_t)(step_us[i] >> (8 * k));
+		tlv_put(b, T_INIT_STEP, v, sizeof(v));
+	}
+}
+
 static void send_hello(void)
 {
 	struct tlv_buf b;
 
+	init_step(IS_HELLO);
 	tlv_init(&b);
 	tlv_put_str(&b, T_INIT_VERSION, INIT_VERSION);
+	init_steps_put(&b);
 	send_tlv(P_HELLO, &b);
 }
 
@@ -286,7 +315,12 @@ static void receive_job(struct job_spec *js, uint8_t **raw, size_t *len)
 		err = proto_recv(cfg.ctl, &h, &p);
 		if (!err)
 			break;
-		if (cfg.test_mode || (err != -ECONNRESET && err != -EPIPE) ||
+		/*
+		 * The reset finds the socket in recv() (ECONNRESET) or not yet
+		 * (then it is simply no longer connected): either way the
+		 * connection belonged to the template's VM process.
+		 */
+		if (cfg.test_mode || (err != -ECONNRESET && err != -EPIPE && err != -ENOTCONN) ||
 		    again++ == RECONNECTS_MAX)
 			fatal("waiting for the job: %s", husk_lasterr());
 		close(cfg.ctl);
@@ -309,16 +343,19 @@ static void send_exit(const struct job_result *r)
 	struct tlv_buf b;
 
 	tlv_init(&b);
-	tlv_put_u32(&b, r->exited ? T_EXIT_CODE : T_EXIT_SIGNAL, r->code);
-	tlv_put_u8(&b, T_EXIT_TIMED_OUT, r->timed_out);
-	tlv_put_u64(&b, T_EXIT_USER_US, r->ru.ru_utime.tv_sec * 1000000ull +
-		    r->ru.ru_utime.tv_usec);
-	tlv_put_u64(&b, T_EXIT_SYS_US, r->ru.ru_stime.tv_sec * 1000000ull +
-		    r->ru.ru_stime.tv_usec);
-	tlv_put_u64(&b, T_EXIT_MAXRSS_KIB, r->ru.ru_maxrss);
-	tlv_put_u64(&b, T_EXIT_START_NS, r->start_ns);
-	tlv_put_u64(&b, T_EXIT_END_NS, r->end_ns);
+	exit_record_put(&b, r);
 	send_tlv(P_EXIT, &b);
+}
+
+/* A session's frames until its end; then, as after a job, DONE. */
+static void serve_session(const struct job_spec *js, const uint8_t *raw, size_t len)
+{
+	int err = session_run(js, raw, len);
+
+	if (err == -ECONNABORTED)
+		fatal_quiet("%s", husk_lasterr());
+	if (err)
+		fatal("session: %s", husk_lasterr());
 }
 
 /*
@@ -386,6 +423,7 @@ int main(int argc, char **argv)
 	sigset_t chld;
 	int err;
 
+	init_step(IS_KERNEL);
 	parse_args(argc, argv);
 	/* The argv strings (contiguous) become the job's init's name (jobinit.c). */
 	if (argc > 0) {
@@ -411,9 +449,11 @@ int main(int argc, char **argv)
 		prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	} else {
 		pid1_setup();
+		init_step(IS_PID1_SETUP);
 		cfg.drop_user = true;
 		cfg.namespaces = true;
 		cfg.ctl = connect_host();
+		init_step(IS_CONNECTED);
 	}
 
 	/*
@@ -422,18 +462,23 @@ int main(int argc, char **argv)
 	 */
 	if (!cfg.test_mode) {
 		mount_workspace();
+		init_step(IS_WORKSPACE);
 		if (net_prepare())
 			fatal("network: %s", husk_lasterr());
+		init_step(IS_NET_PREPARE);
 		if (sandbox_cgroup_create())
 			fatal("job cgroup: %s", husk_lasterr());
+		init_step(IS_CGROUP);
 		/* Before the clone: the job's init has its own copy of cfg. */
 		cfg.use_cgroup = true;
 		log_namespaces();
 	}
 	if (job_prepare())
 		fatal("the job's init: %s", husk_lasterr());
+	init_step(IS_JOB_INIT);
 	send_hello();
 	receive_job(&js, &raw, &raw_len);
+	init_step(IS_JOB_RECEIVED);
 	if (!cfg.test_mode) {
 		set_clock(js.clock_ns);
 		seed_rng(js.seed, js.seed_len);
@@ -443,13 +488,23 @@ int main(int argc, char **argv)
 		if (sandbox_cgroup_limit(&js))
 			fatal("job cgroup: %s", husk_lasterr());
 	}
+	init_step(IS_JOB_SETUP);
 	/* -EIO: the helper already sent its P_ERROR. */
 	err = files_in(&js);
 	if (err == -EIO)
 		fatal_quiet("files in failed (reported to the host)");
 	if (err)
 		fatal("files in: %s", husk_lasterr());
+	init_step(IS_FILES_IN);
 
+	if (js.session) {
+		serve_session(&js, raw, raw_len);
+		free(raw);
+		send_or_die(P_DONE, NULL, 0);
+		job_spec_free(&js);
+		await_host_close();
+		power_off(0);
+	}
 	if (job_run(&js, raw, raw_len, &res))
 		fatal("running the job: %s", husk_lasterr());
 	free(raw);

@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "init.h"
-#include "util.h"
+#include "lib/util.h"
 
 #define NET_DEV "eth0"
 #define RESOLV_TMP "/run/resolv.conf"

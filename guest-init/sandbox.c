@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 #include "init.h"
-#include "util.h"
+#include "lib/util.h"
 
 static int write_file(const char *path, const char *s)
 {
@@ -83,48 +83,70 @@ int sandbox_cgroup_limit(const struct job_spec *js)
 }
 
 /*
- * Kill everything the job started, however it tried to escape: cgroup.kill
- * takes the whole cgroup atomically (forks in flight included); the procs
- * walk covers a kernel without it. The job's init is outside the cgroup (it
+ * cgroup.kill takes the whole cgroup and its descendants atomically (forks
+ * in flight included); the procs walk covers a kernel without it.
+ */
+void sandbox_kill_cgroup(const char *cgroup)
+{
+	char path[128], line[32];
+	FILE *f;
+	long pid;
+
+	snprintf(path, sizeof(path), "%s/cgroup.kill", cgroup);
+	write_file(path, "1");
+	snprintf(path, sizeof(path), "%s/cgroup.procs", cgroup);
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%ld", &pid) == 1 && pid > 1)
+			kill(pid, SIGKILL);
+	if (f)
+		fclose(f);
+}
+
+/*
+ * Kill everything the job started, however it tried to escape: its cgroup
+ * (sandbox_kill_cgroup). The job's init is outside the cgroup (it
  * has to report how the job ended): JOBINIT_KILL asks it to kill what is
  * left in its PID namespace, or the job's process group in test mode, where
  * there is no cgroup and may be no namespace. jobinit 0: it is gone.
  */
 void sandbox_kill_job(pid_t jobinit)
 {
-	char line[32];
-	FILE *f;
-	long pid;
-
-	if (cfg.use_cgroup) {
-		write_file(JOB_CGROUP "/cgroup.kill", "1");
-		f = fopen(JOB_CGROUP "/cgroup.procs", "re");
-		while (f && fgets(line, sizeof(line), f))
-			if (sscanf(line, "%ld", &pid) == 1 && pid > 1)
-				kill(pid, SIGKILL);
-		if (f)
-			fclose(f);
-	}
+	if (cfg.use_cgroup)
+		sandbox_kill_cgroup(JOB_CGROUP);
 	if (jobinit > 1)
 		kill(jobinit, JOBINIT_KILL);
 }
 
-/* Processes of the job the OOM killer ended (memory.events), 0 if unknown. */
-uint64_t sandbox_oom_kills(void)
+/* Processes of cgroup the OOM killer ended (memory.events), 0 if unknown. */
+uint64_t sandbox_oom_kills(const char *cgroup)
 {
 	unsigned long long n = 0;
-	char line[64];
+	char path[128], line[64];
 	FILE *f;
 
 	if (!cfg.use_cgroup)
 		return 0;
-	f = fopen(JOB_CGROUP "/memory.events", "re");
+	snprintf(path, sizeof(path), "%s/memory.events", cgroup);
+	f = fopen(path, "re");
 	while (f && fgets(line, sizeof(line), f))
 		if (sscanf(line, "oom_kill %llu", &n) == 1)
 			break;
 	if (f)
 		fclose(f);
 	return n;
+}
+
+/*
+ * cgroup v2 lets a cgroup pass controllers to its children only while it
+ * holds no process itself: in a session the job's cgroup holds none (each
+ * exec has its own below it, the job's init stays outside), so its
+ * children can have memory.events of their own.
+ */
+void sandbox_session_cgroup(void)
+{
+	if (cfg.use_cgroup && write_file(JOB_CGROUP "/cgroup.subtree_control", "+memory"))
+		fprintf(stderr, "husk-init: %s (no OOM report per exec)\n", husk_lasterr());
 }
 
 /* ---- privileges ---- */
@@ -328,12 +350,14 @@ static int set_limit(int res, const char *name, rlim_t v)
 	return 0;
 }
 
-int sandbox_enter(const struct job_spec *js)
+int sandbox_enter(const struct job_spec *js, const char *cgroup)
 {
+	char path[128];
 	int err;
 
 	if (cfg.use_cgroup) {
-		err = write_file(JOB_CGROUP "/cgroup.procs", "0");
+		snprintf(path, sizeof(path), "%s/cgroup.procs", cgroup);
+		err = write_file(path, "0");
 		if (err)
 			return err;
 	}

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "util.h"
-#include "vm.h"
+#include "lib/util.h"
+#include "machine/vm.h"
 
 const char cli_usage[] =
 	"usage: husk COMMAND [OPTIONS]\n"
@@ -15,6 +15,10 @@ const char cli_usage[] =
 	"Commands:\n"
 	"  run       run a command in a fresh, ephemeral microVM\n"
 	"  template  make, list, check and remove templates (saved booted VMs)\n"
+	"  serve     the host daemon: sandboxes for clients on a Unix socket\n"
+	"  ps        list the sandboxes of a husk serve\n"
+	"  exec      run a command in a husk serve session\n"
+	"  kill      end a husk serve sandbox\n"
 	"  boot      boot a kernel in a microVM and print its console\n"
 	"  version   print husk's version\n"
 	"  help      print this help (also: husk --help, husk COMMAND --help)\n";
@@ -22,7 +26,8 @@ const char cli_usage[] =
 const char cli_boot_usage[] =
 	"usage: husk boot --kernel PATH [--initrd PATH] [--cmdline STR] [--mem MiB]\n"
 	"                 [--vcpus N] [--console FILE|-] [--timeout SEC] [--json]\n"
-	"                 [--disk PATH] [--rng] [--no-stdin] [--verbose]\n"
+	"                 [--disk PATH] [--rng] [--no-stdin] [--boot-timer]\n"
+	"                 [--profile FILE] [--no-hugepages] [--verbose]\n"
 	"\n"
 	"Boot an x86-64 Linux kernel (vmlinux ELF or bzImage) in a fresh microVM and\n"
 	"print its serial console until the guest powers off or reboots. What is\n"
@@ -41,6 +46,14 @@ const char cli_boot_usage[] =
 	"  --vsock PATH     virtio-vsock, guest CID 3, bridged to Unix sockets at PATH\n"
 	"  --json           print a JSON result record on stdout at the end\n"
 	"  --no-stdin       do not forward stdin to the guest console\n"
+	"  --boot-timer     Firecracker's boot timer: a guest's byte write of 123 at\n"
+	"                   0xd0000000 is \"boot done\" (Guest-boot-time on stderr);\n"
+	"                   virtio devices then start at 0xd0001000\n"
+	"  --profile FILE   sample vCPU 0's instruction pointer about once a millisecond\n"
+	"                   into FILE (\"us rip\" lines; tools/bench/profile.py names them)\n"
+	"  --no-hugepages   back guest RAM with small pages only (default: transparent\n"
+	"                   huge pages where the host has them: faster boots, up to\n"
+	"                   2 MiB of host memory per region the guest touches)\n"
 	"  --verbose        debug messages on stderr\n"
 	"\n"
 	"Exit status: 0 guest powered off or rebooted, 1 host-side error, 2 usage\n"
@@ -66,6 +79,14 @@ enum cli_command cli_command(int argc, char **argv)
 		return CLI_RUN;
 	if (!strcmp(c, "template"))
 		return CLI_TEMPLATE;
+	if (!strcmp(c, "serve"))
+		return CLI_SERVE;
+	if (!strcmp(c, "ps"))
+		return CLI_PS;
+	if (!strcmp(c, "exec"))
+		return CLI_EXEC;
+	if (!strcmp(c, "kill"))
+		return CLI_KILL;
 	husk_seterr(EINVAL, "unknown command '%s'", c);
 	return CLI_NONE;
 }
@@ -101,7 +122,8 @@ static int need_value(const char *name, const char *val)
 int cli_parse_boot(int argc, char **argv, struct boot_opts *o)
 {
 	enum { O_KERNEL = 256, O_INITRD, O_CMDLINE, O_MEM, O_VCPUS, O_CONSOLE,
-	       O_TIMEOUT, O_JSON, O_VERBOSE, O_HELP, O_NO_STDIN, O_DISK, O_RNG, O_VSOCK };
+	       O_TIMEOUT, O_JSON, O_VERBOSE, O_HELP, O_NO_STDIN, O_DISK, O_RNG, O_VSOCK,
+	       O_BOOT_TIMER, O_PROFILE, O_NO_HUGEPAGES };
 	static const struct option opts[] = {
 		{ "kernel", required_argument, NULL, O_KERNEL },
 		{ "initrd", required_argument, NULL, O_INITRD },
@@ -115,6 +137,9 @@ int cli_parse_boot(int argc, char **argv, struct boot_opts *o)
 		{ "disk", required_argument, NULL, O_DISK },
 		{ "rng", no_argument, NULL, O_RNG },
 		{ "vsock", required_argument, NULL, O_VSOCK },
+		{ "boot-timer", no_argument, NULL, O_BOOT_TIMER },
+		{ "profile", required_argument, NULL, O_PROFILE },
+		{ "no-hugepages", no_argument, NULL, O_NO_HUGEPAGES },
 		{ "verbose", no_argument, NULL, O_VERBOSE },
 		{ "help", no_argument, NULL, O_HELP },
 		{ NULL, 0, NULL, 0 },
@@ -166,8 +191,18 @@ int cli_parse_boot(int argc, char **argv, struct boot_opts *o)
 			o->disk = optarg;
 			err = need_value("--disk", optarg);
 			break;
+		case O_BOOT_TIMER:
+			o->boot_timer = true;
+			break;
+		case O_PROFILE:
+			o->profile = optarg;
+			err = need_value("--profile", optarg);
+			break;
 		case O_RNG:
 			o->rng = true;
+			break;
+		case O_NO_HUGEPAGES:
+			o->no_hugepages = true;
 			break;
 		case O_VSOCK:
 			o->vsock = optarg;

@@ -14,7 +14,10 @@
 #define CLI_MAX_MEM_MIB (64 * 1024)
 #define CLI_MAX_TIMEOUT_SEC (7 * 24 * 3600)
 
-enum cli_command { CLI_NONE, CLI_HELP, CLI_VERSION, CLI_BOOT, CLI_RUN, CLI_TEMPLATE };
+enum cli_command {
+	CLI_NONE, CLI_HELP, CLI_VERSION, CLI_BOOT, CLI_RUN, CLI_TEMPLATE, CLI_SERVE, CLI_PS,
+	CLI_EXEC, CLI_KILL,
+};
 
 struct boot_opts {
 	const char *kernel;
@@ -29,6 +32,9 @@ struct boot_opts {
 	uint64_t timeout_sec;	/* 0: none */
 	bool json;
 	bool no_stdin;		/* do not forward stdin to the guest console */
+	bool no_hugepages;	/* guest RAM in small pages only */
+	bool boot_timer;	/* Firecracker's boot-timer device at the first MMIO slot */
+	const char *profile;	/* sample vCPU 0's rip into this file, or NULL */
 	bool verbose;
 	bool help;
 };

@@ -10,9 +10,9 @@
 
 #include "cli.h"
 #include "cli_run.h"
-#include "dns.h"
-#include "util.h"
-#include "vm.h"
+#include "net/dns.h"
+#include "lib/util.h"
+#include "machine/vm.h"
 
 const char cli_run_usage[] =
 	"usage: husk run [--kernel K] [--rootfs R] [--mem MiB] [--vcpus N]\n"
@@ -24,7 +24,8 @@ const char cli_run_usage[] =
 	"                [--allow-host NAME]... [--deny CIDR]... [--conn-rate N]\n"
 	"                [--egress-limit BYTES] [--egress-rate BYTES] [--max-dests N]\n"
 	"                [--cpus N] [--pids-max N]\n"
-	"                [--uid-range BASE:COUNT] [--no-jail] [--verbose]\n"
+	"                [--uid-range BASE:COUNT] [--no-hugepages] [--no-jail] [--verbose]\n"
+	"                [--server PATH]\n"
 	"                [--template NAME [--template-dir DIR]] -- CMD [ARGS...]\n"
 	"\n"
 	"Boot a fresh microVM, run CMD inside as the unprivileged agentuser in a\n"
@@ -86,6 +87,18 @@ const char cli_run_usage[] =
 	"                      its memory, vCPUs, kernel and root image are the\n"
 	"                      template's\n"
 	"  --template-dir DIR  where templates live (default /var/lib/husk/templates)\n"
+	"  --no-hugepages      back guest RAM with small pages only (default:\n"
+	"                      transparent huge pages where the host has them)\n"
+	"  --cwd DIR           the job's working directory (default the workspace;\n"
+	"                      a relative DIR is below it)\n"
+	"  --server PATH       run the job through husk serve on socket PATH (its\n"
+	"                      limits, pools and templates; files stay this user's)\n"
+	"  --session-fd N      no command: serve a session of commands on the\n"
+	"                      SOCK_SEQPACKET socket N (husk serve's workers;\n"
+	"                      docs/protocol.md, Sessions)\n"
+	"  --policy-fd N       with --net egress: take changes of --allow,\n"
+	"                      --allow-host and --deny while the VM runs, as JSON\n"
+	"                      on the SOCK_SEQPACKET socket N (husk serve's policy)\n"
 	"  --no-jail           debugging only: run the VMM without its jail\n"
 	"                      (namespaces, uid, cgroup, seccomp); husk warns\n"
 	"  --verbose           debug messages on stderr\n"
@@ -293,6 +306,38 @@ int cli_parse_deny(const char *arg, struct run_deny *d)
 			  &d->addr6, &d->prefixlen);
 }
 
+/* "a.b.c.d/len" or "[ipv6]/len". */
+static size_t format_cidr(int family, const void *addr, unsigned plen, char *buf, size_t cap)
+{
+	char a[INET6_ADDRSTRLEN] = "?";
+	int n;
+
+	inet_ntop(family, addr, a, sizeof(a));
+	n = snprintf(buf, cap, family == AF_INET6 ? "[%s]/%u" : "%s/%u", a, plen);
+	return n < 0 ? 0 : (size_t)n;
+}
+
+void cli_format_allow(const struct run_allow *a, char *buf, size_t cap)
+{
+	size_t n = format_cidr(a->family, run_cidr_addr(a), a->prefixlen, buf, cap);
+	const char *p = a->protos == EGRESS_P_TCP ? "tcp" : a->protos == EGRESS_P_UDP ? "udp" :
+			a->protos == EGRESS_P_ICMP ? "icmp" : "any";
+
+	if (n < cap && (a->protos != EGRESS_P_ANY || a->nports))
+		n += snprintf(buf + n, cap - n, ":%s", p);
+	for (unsigned i = 0; i < a->nports && n < cap; i++) {
+		const struct egress_port_range *r = &a->ports[i];
+
+		n += snprintf(buf + n, cap - n, r->lo == r->hi ? "%c%u" : "%c%u-%u",
+			      i ? ',' : ':', r->lo, r->hi);
+	}
+}
+
+void cli_format_deny(const struct run_deny *d, char *buf, size_t cap)
+{
+	format_cidr(d->family, run_cidr_addr(d), d->prefixlen, buf, cap);
+}
+
 int cli_parse_cpus(const char *arg, unsigned *milli)
 {
 	const char *p = arg;
@@ -439,10 +484,20 @@ static int merge_allows(struct run_opts *o)
  */
 static int parse_allow_host(struct run_opts *o, const char *name)
 {
-	struct in_addr a;
+	int err;
 
 	if (o->nr_allow_host == RUN_MAX_ALLOW_HOST)
 		return husk_seterr(EINVAL, "more than %d --allow-host", RUN_MAX_ALLOW_HOST);
+	err = cli_check_allow_host(name);
+	if (!err)
+		o->allow_host[o->nr_allow_host++] = name;
+	return err;
+}
+
+int cli_check_allow_host(const char *name)
+{
+	struct in_addr a;
+
 	if (inet_pton(AF_INET, name, &a) == 1 || strchr(name, ':'))
 		return husk_seterr(EINVAL, "--allow-host '%s' is an address, not a name: "
 				   "use --allow ADDRESS/32 (IPv6: --allow [ADDRESS]/128)",
@@ -451,7 +506,6 @@ static int parse_allow_host(struct run_opts *o, const char *name)
 		return husk_seterr(EINVAL, "--allow-host '%s' must be a domain name "
 				   "(example.com) or a wildcard below one (*.example.com): "
 				   "labels of letters, digits, '-' and '_'", name);
-	o->allow_host[o->nr_allow_host++] = name;
 	return 0;
 }
 
@@ -460,14 +514,16 @@ void cli_run_defaults(struct run_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->mem_mib = RUN_DEFAULT_MEM_MIB;
 	o->vcpus = 1;
-	o->timeout_sec = RUN_DEFAULT_TIMEOUT_SEC;
-	o->workspace_mib = RUN_DEFAULT_WORKSPACE_MIB;
-	o->max_output = RUN_DEFAULT_MAX_OUTPUT;
+	o->job.timeout_sec = RUN_DEFAULT_TIMEOUT_SEC;
+	o->job.workspace_mib = RUN_DEFAULT_WORKSPACE_MIB;
+	o->job.max_output = RUN_DEFAULT_MAX_OUTPUT;
 	o->cpu_milli = RUN_DEFAULT_CPU_MILLI;
 	o->pids_max = RUN_DEFAULT_PIDS_MAX;
 	o->uid_base = RUN_DEFAULT_UID_BASE;
 	o->uid_count = RUN_DEFAULT_UID_COUNT;
 	o->json_fd = -1;
+	o->session_fd = -1;
+	o->policy_fd = -1;
 }
 
 int cli_parse_run(int argc, char **argv, struct run_opts *o)
@@ -476,7 +532,8 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 	       O_GET, O_GET_ALWAYS, O_STDIN, O_JSON, O_CONSOLE, O_VERBOSE, O_HELP, O_MAX_OUTPUT,
 	       O_NET, O_ALLOW, O_CONN_RATE, O_EGRESS_LIMIT, O_EGRESS_RATE, O_MAX_DESTS, O_ALLOW_HOST, O_DENY, O_CPUS,
 	       O_PIDS_MAX, O_UID_RANGE, O_NO_JAIL, O_GET_KEEP_MODES, O_JSON_FD, O_RESULT,
-	       O_TEMPLATE, O_TEMPLATE_DIR };
+	       O_TEMPLATE, O_TEMPLATE_DIR, O_NO_HUGEPAGES, O_SESSION_FD, O_SERVER, O_CWD,
+	       O_POLICY_FD };
 	bool mem_set = false, vcpus_set = false;
 	static const struct option opts[] = {
 		{ "kernel", required_argument, NULL, O_KERNEL },
@@ -507,6 +564,11 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 		{ "pids-max", required_argument, NULL, O_PIDS_MAX },
 		{ "uid-range", required_argument, NULL, O_UID_RANGE },
 		{ "no-jail", no_argument, NULL, O_NO_JAIL },
+		{ "no-hugepages", no_argument, NULL, O_NO_HUGEPAGES },
+		{ "session-fd", required_argument, NULL, O_SESSION_FD },
+		{ "policy-fd", required_argument, NULL, O_POLICY_FD },
+		{ "server", required_argument, NULL, O_SERVER },
+		{ "cwd", required_argument, NULL, O_CWD },
 		{ "get-keep-modes", no_argument, NULL, O_GET_KEEP_MODES },
 		{ "json-fd", required_argument, NULL, O_JSON_FD },
 		{ "result", required_argument, NULL, O_RESULT },
@@ -515,6 +577,7 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t v;
+	unsigned i;
 	int c, err = 0;
 
 	cli_run_defaults(o);
@@ -539,19 +602,19 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 			vcpus_set = true;
 			break;
 		case O_TIMEOUT:
-			err = cli_num_opt("--timeout", optarg, 1, CLI_MAX_TIMEOUT_SEC, &o->timeout_sec);
+			err = cli_num_opt("--timeout", optarg, 1, CLI_MAX_TIMEOUT_SEC, &o->job.timeout_sec);
 			break;
 		case O_WS:
 			err = cli_num_opt("--workspace-size", optarg, 1, RUN_MAX_WORKSPACE_MIB,
-					  &o->workspace_mib);
+					  &o->job.workspace_mib);
 			break;
 		case O_ENV:
 			if (!strchr(optarg, '=') || optarg[0] == '=')
 				err = husk_seterr(EINVAL, "--env needs K=V, not '%s'", optarg);
-			else if (o->nr_env == RUN_MAX_ENV)
+			else if (o->job.nr_env == RUN_MAX_ENV)
 				err = husk_seterr(EINVAL, "more than %d --env", RUN_MAX_ENV);
 			else
-				o->env[o->nr_env++] = optarg;
+				o->job.env[o->job.nr_env++] = optarg;
 			break;
 		case O_PUT:
 			if (o->nr_put == RUN_MAX_PUTS)
@@ -566,13 +629,13 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 				err = split_xfer("--get", optarg, &o->get[o->nr_get++], true);
 			break;
 		case O_MAX_OUTPUT:
-			err = cli_num_opt("--max-output", optarg, 0, UINT64_MAX / 2, &o->max_output);
+			err = cli_num_opt("--max-output", optarg, 0, UINT64_MAX / 2, &o->job.max_output);
 			break;
 		case O_GET_ALWAYS:
 			o->get_always = true;
 			break;
 		case O_STDIN:
-			o->stdin = true;
+			o->job.stdin = true;
 			break;
 		case O_JSON:
 			o->json = true;
@@ -637,6 +700,32 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 		case O_NO_JAIL:
 			o->no_jail = true;
 			break;
+		case O_NO_HUGEPAGES:
+			o->no_hugepages = true;
+			break;
+		case O_CWD:
+			o->job.cwd = optarg;
+			if (!*optarg || strlen(optarg) >= 4096)
+				err = husk_seterr(EINVAL, "--cwd needs a directory (workspace-relative "
+						  "or absolute)");
+			break;
+		case O_SERVER:
+			o->server = optarg;
+			if (!*optarg)
+				err = husk_seterr(EINVAL, "--server needs husk serve's socket path");
+			break;
+		case O_SESSION_FD:
+			err = cli_num_opt("--session-fd", optarg, 3, 1023, &v);
+			if (!err) {
+				o->session_fd = v;
+				o->job.session = true;
+			}
+			break;
+		case O_POLICY_FD:
+			err = cli_num_opt("--policy-fd", optarg, 3, 1023, &v);
+			if (!err)
+				o->policy_fd = v;
+			break;
 		case O_GET_KEEP_MODES:
 			o->get_keep_modes = true;
 			break;
@@ -668,8 +757,16 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 	}
 	if (err)
 		return err;
-	if (optind >= argc)
+	if (o->job.session) {
+		/* husk serve's worker: the commands come over the session socket. */
+		if (optind < argc)
+			return husk_seterr(EINVAL, "--session-fd takes no command");
+		if (o->job.stdin || o->nr_get || o->get_always || o->get_keep_modes)
+			return husk_seterr(EINVAL, "--session-fd: stdin and files go through the "
+					   "session, not --stdin or --get");
+	} else if (optind >= argc) {
 		return husk_seterr(EINVAL, "no command given: husk run [OPTIONS] -- CMD [ARGS...]");
+	}
 	if (o->get_always && !o->nr_get)
 		return husk_seterr(EINVAL, "--get-always without --get");
 	if (o->get_keep_modes && !o->nr_get)
@@ -694,6 +791,11 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 		return husk_seterr(EINVAL, "--egress-rate needs --net egress");
 	if (o->max_dests && o->net != RUN_NET_EGRESS)
 		return husk_seterr(EINVAL, "--max-dests needs --net egress");
+	if (o->policy_fd >= 0 && o->net != RUN_NET_EGRESS)
+		return husk_seterr(EINVAL, "--policy-fd needs --net egress");
+	if (o->policy_fd >= 0 && (o->policy_fd == o->session_fd || o->policy_fd == o->json_fd))
+		return husk_seterr(EINVAL, "--policy-fd %d is already another option's fd",
+				   o->policy_fd);
 	if ((err = check_contradictions(o)) || (err = merge_allows(o)))
 		return err;
 	if (o->cpu_milli > o->vcpus * 1000)
@@ -712,7 +814,12 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 		if (!o->max_dests)
 			o->max_dests = RUN_DEFAULT_MAX_DESTS;
 	}
-	o->argv = argv + optind;
-	o->argc = argc - optind;
+	o->job.argv = argv + optind;
+	o->job.argc = argc - optind;
+	/* The guest's side of the transfers: how many puts, which paths come back. */
+	o->job.nr_put = o->nr_put;
+	for (i = 0; i < o->nr_get; i++)
+		o->job.get[i] = o->get[i].guest;
+	o->job.nr_get = o->nr_get;
 	return 0;
 }

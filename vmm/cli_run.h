@@ -9,16 +9,17 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../bpf/egress.h"
+#include "bpf/egress.h"
+#include "job/job.h"
 
-#define RUN_MAX_ENV 256
-#define RUN_MAX_PUTS 32
-#define RUN_MAX_GETS 32
+#define RUN_MAX_ENV JOB_MAX_ENV
+#define RUN_MAX_PUTS JOB_MAX_PUTS
+#define RUN_MAX_GETS JOB_MAX_GETS
 #define RUN_DEFAULT_MEM_MIB 512
-#define RUN_DEFAULT_TIMEOUT_SEC 120
-#define RUN_DEFAULT_WORKSPACE_MIB 256
-#define RUN_MAX_WORKSPACE_MIB (64 * 1024)
-#define RUN_DEFAULT_MAX_OUTPUT (16ull << 20)
+#define RUN_DEFAULT_TIMEOUT_SEC JOB_DEFAULT_TIMEOUT_SEC
+#define RUN_DEFAULT_WORKSPACE_MIB JOB_DEFAULT_WORKSPACE_MIB
+#define RUN_MAX_WORKSPACE_MIB JOB_MAX_WORKSPACE_MIB
+#define RUN_DEFAULT_MAX_OUTPUT JOB_DEFAULT_MAX_OUTPUT
 #define RUN_MAX_ALLOW 64
 #define RUN_MAX_ALLOW_HOST 64
 #define RUN_MAX_DENY 64
@@ -93,11 +94,7 @@ struct run_opts {
 	const char *console;		/* NULL: discard the guest console */
 	uint64_t mem_mib;
 	unsigned vcpus;
-	uint64_t timeout_sec;
-	uint64_t workspace_mib;
-	uint64_t max_output;		/* bytes per stream passed through */
-	const char *env[RUN_MAX_ENV];
-	unsigned nr_env;
+	struct job_opts job;		/* what goes to the guest (job/job.h) */
 	struct run_xfer put[RUN_MAX_PUTS];
 	unsigned nr_put;
 	struct run_xfer get[RUN_MAX_GETS];
@@ -121,19 +118,20 @@ struct run_opts {
 	uint32_t uid_base;		/* --uid-range: uid_base..uid_base+uid_count-1, */
 	uint32_t uid_count;		/* never 0, RUN_UID_NOBODY or (uid_t)-1 */
 	bool no_jail;			/* --no-jail: run unconfined (the caller warns) */
+	bool no_hugepages;		/* --no-hugepages: guest RAM in small pages */
+	int session_fd;			/* --session-fd N: husk serve's session socket; -1 */
+	int policy_fd;			/* --policy-fd N: live rule changes (run_policy.c); -1 */
+	const char *server;		/* --server PATH: through husk serve; NULL */
 	/* Templates (template.h). */
 	const char *template_name;	/* --template NAME: restore instead of boot */
 	const char *template_dir;	/* --template-dir DIR (NULL: the default) */
 	bool template_create;		/* husk template create: boot, save as
 					 * template_name, no job */
-	bool stdin;
 	bool json;			/* the record on stdout, as its last line */
 	int json_fd;			/* --json-fd N: the record on fd N; -1 none */
 	const char *result;		/* --result FILE: the record in FILE; NULL none */
 	bool verbose;
 	bool help;
-	char **argv;			/* the job: argv[0..argc) */
-	int argc;
 };
 
 /* The defaults of every run option (what a bare "husk run -- CMD" gets). */
@@ -154,6 +152,11 @@ char *cli_workspace_path(char *p);
 int cli_parse_allow(const char *arg, struct run_allow *a);
 /* Parse one --deny value: "a.b.c.d/len" or "[ipv6]/len". */
 int cli_parse_deny(const char *arg, struct run_deny *d);
+/* One --allow-host value: a domain name or "*.suffix", not an address. */
+int cli_check_allow_host(const char *name);
+/* The --allow / --deny text of a rule (what the parsers read back). */
+void cli_format_allow(const struct run_allow *a, char *buf, size_t cap);
+void cli_format_deny(const struct run_deny *d, char *buf, size_t cap);
 /* Parse --cpus: "N", "N.D", "N.DD" or "N.DDD" CPUs, into thousandths. */
 int cli_parse_cpus(const char *arg, unsigned *milli);
 /* Parse --uid-range "BASE:COUNT" (the rules of run_opts.uid_base). */

@@ -7,9 +7,9 @@
 
 #include "cli.h"
 #include "cli_template.h"
-#include "template.h"
-#include "util.h"
-#include "vm.h"
+#include "template/template.h"
+#include "lib/util.h"
+#include "machine/vm.h"
 
 const char cli_template_usage[] =
 	"usage: husk template create NAME [--kernel K] [--rootfs R] [--mem MiB]\n"

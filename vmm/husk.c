@@ -18,16 +18,20 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "serve/client.h"
+#include "serve/serve.h"
 #include "config.h"
-#include "host_file.h"
+#include "lib/host_file.h"
 #include "cli.h"
 #include "cli_template.h"
-#include "json.h"
-#include "run.h"
-#include "seccomp.h"
-#include "template.h"
-#include "util.h"
-#include "vm.h"
+#include "machine/guest_prof.h"
+#include "lib/json.h"
+#include "machine/phase.h"
+#include "run/run.h"
+#include "sandbox/seccomp.h"
+#include "template/template.h"
+#include "lib/util.h"
+#include "machine/vm.h"
 
 #define EXIT_HOST_ERROR 1
 #define EXIT_USAGE 2
@@ -72,6 +76,8 @@ static int forward_input(struct vm *vm, int fd)
 static int event_loop(struct vm *vm, uint64_t timeout_us, int in_fd, int sfd)
 {
 	int sig = 0;
+	/* A profile wants a sample about every millisecond. */
+	int wait_ms = vm->prof ? 1 : CONSOLE_FLUSH_MS;
 
 	for (;;) {
 		/* stdin is only watched while the guest can take more input. */
@@ -81,7 +87,7 @@ static int event_loop(struct vm *vm, uint64_t timeout_us, int in_fd, int sfd)
 			{ .fd = sfd, .events = POLLIN },
 			{ .fd = want_in ? in_fd : -1, .events = POLLIN },
 		};
-		int r = poll(p, 3, CONSOLE_FLUSH_MS);
+		int r = poll(p, 3, wait_ms);
 
 		if (r < 0 && errno != EINTR) {
 			vm_stop(vm, VM_STOP_HOST_ERROR, 0, "poll: %s", strerror(errno));
@@ -90,6 +96,7 @@ static int event_loop(struct vm *vm, uint64_t timeout_us, int in_fd, int sfd)
 		console_flush(&vm->console);
 		if (r > 0 && (p[0].revents & POLLIN))
 			break;
+		vm_sample_vcpu0(vm);
 		if (r > 0 && sfd >= 0 && (p[1].revents & POLLIN)) {
 			struct signalfd_siginfo si;
 
@@ -125,15 +132,18 @@ static void print_json(const struct vm *vm, const struct boot_opts *o, int code,
 	FILE *f = stdout;
 
 	fprintf(f, "{\"reason\":\"%s\",\"detail\":", vm_reason_name(vm->reason));
-	json_string(f, vm->detail);
+	json_put_string(f, vm->detail);
 	fprintf(f, ",\"guest_status\":%d,\"exit_code\":%d,\"vcpus\":%u,\"mem_mib\":%llu,"
 		"\"console_bytes\":%llu,\"start_epoch_us\":%llu,\"timings_us\":{"
 		"\"process_start\":0,\"first_kvm_run\":%lld,\"init\":%lld,\"exit\":%lld,"
-		"\"teardown\":%lld}}\n",
+		"\"teardown\":%lld,\"boot_timer\":%lld},",
 		vm->guest_status, code, o->vcpus, (unsigned long long)o->mem_mib,
 		(unsigned long long)vm->console.bytes, (unsigned long long)start_wall,
 		(long long)rel(vm, vm->t.first_run), (long long)rel(vm, vm->t.event[HUSK_EV_INIT]),
-		(long long)rel(vm, vm->t.exit), (long long)rel(vm, teardown));
+		(long long)rel(vm, vm->t.exit), (long long)rel(vm, teardown),
+		(long long)rel(vm, vm->t.boot_timer));
+	phase_json(f, phase_current());
+	fputs("}\n", f);
 	fflush(f);
 }
 
@@ -177,8 +187,9 @@ static int cmd_boot(int argc, char **argv, uint64_t start, uint64_t start_wall)
 	struct boot_opts o;
 	struct vm_config cfg;
 	struct vm *vm;
+	struct guest_prof prof = { 0 };
 	uint64_t teardown;
-	int fd, sfd, sig, code;
+	int fd, sfd, sig, code, err, pfd = -1;
 
 	if (cli_parse_boot(argc, argv, &o)) {
 		fprintf(stderr, "husk boot: %s\nTry 'husk boot --help'.\n", husk_lasterr());
@@ -189,6 +200,7 @@ static int cmd_boot(int argc, char **argv, uint64_t start, uint64_t start_wall)
 		return 0;
 	}
 	husk_verbose = o.verbose;
+	phase_mark(PH_OPTIONS);
 	if (seccomp_env_check()) {
 		fprintf(stderr, "husk boot: %s\n", husk_lasterr());
 		return EXIT_USAGE;
@@ -197,6 +209,13 @@ static int cmd_boot(int argc, char **argv, uint64_t start, uint64_t start_wall)
 	if (fd < 0) {
 		husk_msg("%s", husk_lasterr());
 		return EXIT_HOST_ERROR;
+	}
+	if (o.profile) {
+		pfd = host_open_output(o.profile, "--profile");
+		if (pfd < 0 || guest_prof_init(&prof, GUEST_PROF_MAX)) {
+			husk_msg("%s", husk_lasterr());
+			return EXIT_HOST_ERROR;
+		}
 	}
 	block_signals();
 
@@ -213,6 +232,8 @@ static int cmd_boot(int argc, char **argv, uint64_t start, uint64_t start_wall)
 	cfg.nr_vcpus = o.vcpus;
 	cfg.console_fd = fd;
 	cfg.seccomp = true;
+	cfg.boot_timer = o.boot_timer;
+	cfg.no_hugepages = o.no_hugepages;
 
 	vm = calloc(1, sizeof(*vm));
 	if (!vm) {
@@ -226,16 +247,22 @@ static int cmd_boot(int argc, char **argv, uint64_t start, uint64_t start_wall)
 	 */
 	sfd = stop_signalfd();
 	setvbuf(stdout, stdout_buf, _IOFBF, sizeof(stdout_buf));
-	if (vm_create(vm, &cfg, start) || vm_start(vm) ||
-	    seccomp_install(SECCOMP_KIND_BOOT_MAIN)) {
+	err = vm_create(vm, &cfg, start);
+	if (!err && o.profile)
+		vm->prof = &prof;
+	if (err || vm_start(vm) || seccomp_install(SECCOMP_KIND_BOOT_MAIN)) {
 		husk_msg("cannot start the VM: %s", husk_lasterr());
 		vm_stop(vm, VM_STOP_HOST_ERROR, 0, "%s", husk_lasterr());
 		vm_destroy(vm);
 		free(vm);
 		if (sfd >= 0)
 			close(sfd);
+		if (pfd >= 0)
+			close(pfd);
+		guest_prof_free(&prof);
 		return EXIT_HOST_ERROR;
 	}
+	phase_mark(PH_SECCOMP);
 	if (vm->kvm.pvm)
 		husk_msg("warning: this host's KVM is PVM (no hardware virtualization): guest "
 			 "kernel code is emulated instruction by instruction, so a Linux boot "
@@ -247,10 +274,23 @@ static int cmd_boot(int argc, char **argv, uint64_t start, uint64_t start_wall)
 	code = exit_code(vm, sig);
 
 	husk_msg("%s: %s", vm_reason_name(vm->reason), vm->detail);
+	if (vm->t.boot_timer) {
+		/* Firecracker's wording: harnesses written for it parse this line. */
+		uint64_t us = vm->t.boot_timer - vm->t.start;
+
+		husk_msg("Guest-boot-time = %llu us %llu ms", (unsigned long long)us,
+			 (unsigned long long)(us / 1000));
+	}
 	husk_msg("timings_us first_kvm_run=%lld init=%lld exit=%lld teardown=%lld",
 		 (long long)rel(vm, vm->t.first_run),
 		 (long long)rel(vm, vm->t.event[HUSK_EV_INIT]),
 		 (long long)rel(vm, vm->t.exit), (long long)rel(vm, teardown));
+	if (pfd >= 0) {
+		if (guest_prof_write(&prof, pfd))
+			husk_msg("%s", husk_lasterr());
+		close(pfd);
+		guest_prof_free(&prof);
+	}
 	if (o.json)
 		print_json(vm, &o, code, start_wall, teardown);
 	if (fd != STDOUT_FILENO)
@@ -274,6 +314,9 @@ static int cmd_run(int argc, char **argv, uint64_t start)
 		return 0;
 	}
 	husk_verbose = o.verbose;
+	if (o.server)
+		return client_run(&o, o.server);
+	phase_mark(PH_OPTIONS);
 	/* Without the jail there are no filters to weaken. */
 	if (o.no_jail)
 		seccomp_env_unlocked = true;
@@ -287,7 +330,7 @@ static int cmd_run(int argc, char **argv, uint64_t start)
 		husk_msg("%s", r.error);
 	else if (r.timed_out)
 		husk_msg("job timed out after %llu s and was killed",
-			 (unsigned long long)o.timeout_sec);
+			 (unsigned long long)o.job.timeout_sec);
 	if (o.verbose)
 		husk_msg("timings_us first_kvm_run=%lld init=%lld job_start=%lld job_end=%lld "
 			 "vm_exit=%lld teardown=%lld", (long long)r.t_first_run,
@@ -329,10 +372,10 @@ static void list_templates(const struct template_info *v, unsigned n, bool json)
 			snap_hex(m->kernel_sha, 32, k);
 			snap_hex(m->rootfs_sha, 32, r);
 			printf("%s{\"name\":", i ? "," : "");
-			json_string(stdout, m->name);
+			json_put_string(stdout, m->name);
 			if (!v[i].ok) {
 				fputs(",\"ok\":false,\"problem\":", stdout);
-				json_string(stdout, v[i].problem);
+				json_put_string(stdout, v[i].problem);
 				fputc('}', stdout);
 				continue;
 			}
@@ -342,9 +385,9 @@ static void list_templates(const struct template_info *v, unsigned n, bool json)
 			       (unsigned long long)v[i].disk_bytes, when,
 			       (unsigned long long)(m->mem_bytes >> 20), (unsigned long long)m->vcpus,
 			       m->net ? "true" : "false", (unsigned long long)m->mem_data, k, r);
-			json_string(stdout, m->kernel_path);
+			json_put_string(stdout, m->kernel_path);
 			fputs(",\"rootfs\":", stdout);
-			json_string(stdout, m->rootfs_path);
+			json_put_string(stdout, m->rootfs_path);
 			fputc('}', stdout);
 		} else if (!v[i].ok) {
 			printf("%-24s unusable: %s\n", m->name, v[i].problem);
@@ -433,9 +476,40 @@ static int cmd_template(int argc, char **argv, uint64_t start)
 	return 0;
 }
 
+static int cmd_serve(int argc, char **argv)
+{
+	struct serve_cfg c;
+	char exe[PATH_MAX];
+	ssize_t n;
+	int err = serve_parse(argc, argv, &c);
+
+	if (err == 1) {
+		fputs(serve_usage, stdout);
+		return 0;
+	}
+	if (err) {
+		fprintf(stderr, "husk serve: %s\n", husk_lasterr());
+		return EXIT_USAGE;
+	}
+	/* Workers run this very binary. */
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0) {
+		husk_msg("serve: cannot find its own binary: %s", strerror(errno));
+		return 1;
+	}
+	exe[n] = '\0';
+	c.husk_path = exe;
+	husk_verbose = c.verbose;
+	return serve_main(&c);
+}
+
 int main(int argc, char **argv)
 {
+	static struct phase_log early;
 	uint64_t start = now_us(), start_wall = wall_us();
+
+	phase_init(&early, start);
+	phase_set(PH_EXEC, phase_exec_us(getenv("HUSK_SPAWN_US"), start));
 
 	switch (cli_command(argc, argv)) {
 	case CLI_HELP:
@@ -450,6 +524,14 @@ int main(int argc, char **argv)
 		return cmd_run(argc - 1, argv + 1, start);
 	case CLI_TEMPLATE:
 		return cmd_template(argc - 1, argv + 1, start);
+	case CLI_SERVE:
+		return cmd_serve(argc - 1, argv + 1);
+	case CLI_PS:
+		return client_ps(argc - 1, argv + 1);
+	case CLI_EXEC:
+		return client_exec(argc - 1, argv + 1);
+	case CLI_KILL:
+		return client_kill(argc - 1, argv + 1);
 	default:
 		fprintf(stderr, "husk: %s\n\n%s", husk_lasterr(), cli_usage);
 		return EXIT_USAGE;

@@ -1,7 +1,7 @@
 /*
  * evil-init: a hostile guest PID 1 for the audit suite. It is installed as
  * /sbin/init of small root images (tools/mkrootfs --minimal --init ...) and
- * speaks husk's control protocol (vmm/proto.h, docs/protocol.md) badly on
+ * speaks husk's control protocol (vmm/job/proto.h, docs/protocol.md) badly on
  * purpose, to show that husk ends such a VM with status 125, a clear
  * reason, no files committed, nothing left behind and in bounded time.
  *
@@ -15,7 +15,7 @@
  * -- MODE`):
  *   ok                behave (STARTED, EXIT 0, an empty tar per --get,
  *                     DONE, power off): the control case
- *   bad-version       a frame with protocol version 2
+ *   bad-version       a frame with the next protocol version
  *   oversize          a header announcing 1 MiB + 1 bytes
  *   unknown-type      a frame of type 99
  *   truncated         half a header, then power off
@@ -84,22 +84,19 @@
 #include <unistd.h>
 #include <zlib.h>
 
-/* The wire contract, spelled out here on purpose (see vmm/proto.h). */
-#define VSOCK_PORT 1024
-#define VERSION 1
-#define MAX_PAYLOAD (1u << 20)
-enum {
-	P_HELLO = 1, P_STARTED = 2, P_STDOUT = 3, P_STDERR = 4, P_EXIT = 5,
-	P_FILES_OUT = 6, P_DONE = 7, P_JOB = 16, P_STDIN = 17, P_FILES_IN = 18,
-	P_ERROR = 32,
-};
-enum {
-	T_JOB_ARG = 1, T_JOB_FILES_IN = 9, T_JOB_GET = 10, T_JOB_NET_ADDR = 15,
-	T_JOB_NET_GW = 16, T_JOB_NET_PREFIX = 17,
-	T_EXIT_CODE = 32, T_EXIT_TIMED_OUT = 34, T_INIT_VERSION = 48,
-};
-#define PORT_EVENT 0x600
-#define PORT_POWEROFF 0x604
+#include "job/proto.h"
+#include "machine/husk_ctl.h"
+
+/*
+ * The wire contract comes from vmm/job/proto.h, as guest-init's does: a
+ * version bump there cannot leave the hostile guest speaking an older
+ * protocol (every mode would then fail at HELLO and test nothing).
+ */
+#define VSOCK_PORT PROTO_VSOCK_PORT
+#define VERSION PROTO_VERSION
+#define MAX_PAYLOAD PROTO_MAX_PAYLOAD
+#define PORT_EVENT (HUSK_CTL_PORT + HUSK_CTL_EVENT)
+#define PORT_POWEROFF (HUSK_CTL_PORT + HUSK_CTL_POWEROFF)
 #define MODE_FILE "/etc/husk-evil-mode"
 
 static int ctl = -1;
@@ -215,12 +212,12 @@ static uint8_t *recv_frame(uint16_t *type, uint32_t *len)
 
 /* ---- TLV ---- */
 
-struct tlv {
+struct etlv {
 	uint8_t buf[512];
 	size_t len;
 };
 
-static void tlv_add(struct tlv *t, uint16_t tag, const void *v, uint32_t len)
+static void etlv_add(struct etlv *t, uint16_t tag, const void *v, uint32_t len)
 {
 	if (t->len + 6 + len > sizeof(t->buf))
 		return;
@@ -230,17 +227,17 @@ static void tlv_add(struct tlv *t, uint16_t tag, const void *v, uint32_t len)
 	t->len += 6 + len;
 }
 
-static void tlv_u32(struct tlv *t, uint16_t tag, uint32_t v)
+static void etlv_u32(struct etlv *t, uint16_t tag, uint32_t v)
 {
 	uint8_t b[4];
 
 	put_le(b, v, 4);
-	tlv_add(t, tag, b, 4);
+	etlv_add(t, tag, b, 4);
 }
 
-static void tlv_u8(struct tlv *t, uint16_t tag, uint8_t v)
+static void etlv_u8(struct etlv *t, uint16_t tag, uint8_t v)
 {
-	tlv_add(t, tag, &v, 1);
+	etlv_add(t, tag, &v, 1);
 }
 
 /* What evil-init needs from the job spec. */
@@ -391,18 +388,18 @@ static void send_archive(const struct buf *gz)
 
 static void send_hello(void)
 {
-	struct tlv t = { .len = 0 };
+	struct etlv t = { .len = 0 };
 
-	tlv_add(&t, T_INIT_VERSION, "evil-init 1", 11);
+	etlv_add(&t, T_INIT_VERSION, "evil-init 1", 11);
 	send_frame(P_HELLO, t.buf, t.len);
 }
 
 static void send_exit(uint32_t code)
 {
-	struct tlv t = { .len = 0 };
+	struct etlv t = { .len = 0 };
 
-	tlv_u32(&t, T_EXIT_CODE, code);
-	tlv_u8(&t, T_EXIT_TIMED_OUT, 0);
+	etlv_u32(&t, T_EXIT_CODE, code);
+	etlv_u8(&t, T_EXIT_TIMED_OUT, 0);
 	send_frame(P_EXIT, t.buf, t.len);
 }
 
@@ -773,7 +770,7 @@ static void misbehave(const struct job *j)
 		send_exit(0);
 		finish_ok(j);
 	} else if (!strcmp(m, "bad-version")) {
-		send_raw(0, P_STARTED, 2, NULL, 0);
+		send_raw(0, P_STARTED, VERSION + 1, NULL, 0);
 	} else if (!strcmp(m, "oversize")) {
 		send_raw(MAX_PAYLOAD + 1, P_STDOUT, VERSION, out, sizeof(out) - 1);
 	} else if (!strcmp(m, "unknown-type")) {
@@ -791,10 +788,10 @@ static void misbehave(const struct job *j)
 		send_exit(0);
 		send_frame(P_STDOUT, out, sizeof(out) - 1);
 	} else if (!strcmp(m, "bad-exit")) {
-		struct tlv t = { .len = 0 };
+		struct etlv t = { .len = 0 };
 
 		send_frame(P_STARTED, NULL, 0);
-		tlv_add(&t, T_EXIT_CODE, "\0\0\0", 3);
+		etlv_add(&t, T_EXIT_CODE, "\0\0\0", 3);
 		send_frame(P_EXIT, t.buf, t.len);
 	} else if (!strcmp(m, "files-unasked")) {
 		struct buf tar = { 0 }, gz;
@@ -904,7 +901,7 @@ int main(void)
 	mount("proc", "/proc", "proc", 0, NULL);
 	have_ports = ioperm(PORT_EVENT, 8, 1) == 0;
 	if (have_ports)
-		outl(1, PORT_EVENT);
+		outl(HUSK_EV_INIT, PORT_EVENT);
 	read_mode_file(pre, sizeof(pre));
 	say("up%s%s", pre[0] ? ", mode " : "", pre);
 	if (!strcmp(pre, "silent"))

@@ -1,7 +1,7 @@
 /*
  * egress-run: drives the eBPF egress filter with crafted frames.
  *
- * Loads the programs through vmm/egress.c (the same code husk uses),
+ * Loads the programs through vmm/net/egress.c (the same code husk uses),
  * configures fake VMs keyed by made-up ifindexes (no tap is needed:
  * BPF_PROG_TEST_RUN takes the ifindex from ctx.ingress_ifindex), runs frames
  * with bpf_prog_test_run_opts and checks the verdict plus which counter
@@ -30,12 +30,12 @@
 #include <bpf/bpf.h>
 #include <linux/pkt_cls.h>
 
-#include "deny_file.h"
-#include "egress.h"
-#include "netlink.h"
-#include "netpool.h"
-#include "tap.h"
-#include "util.h"
+#include "net/deny_file.h"
+#include "net/egress.h"
+#include "net/netlink.h"
+#include "net/netpool.h"
+#include "net/tap.h"
+#include "lib/util.h"
 
 #define VM_MAIN		4242
 #define VM_SYN		4243

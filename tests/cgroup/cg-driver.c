@@ -1,5 +1,5 @@
 /*
- * cg-driver: vmm/cgroup.c against the real kernel, on whatever cgroup layout
+ * cg-driver: vmm/sandbox/cgroup.c against the real kernel, on whatever cgroup layout
  * the machine has (v1 on the build hosts, v2 or mixed in the test host).
  *
  *   cg-driver [--expect v1|v2|mixed]
@@ -28,8 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cgroup.h"
-#include "util.h"
+#include "sandbox/cgroup.h"
+#include "lib/util.h"
 
 #define MiB (1ull << 20)
 #define MAX_FORKS 64

@@ -56,11 +56,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	optind = 0;
 	memset(&ro, 0, sizeof(ro));
 	if (cli_parse_run(argc, copy, &ro) == 0 && !ro.help) {
-		if (ro.argc < 1 || !ro.argv || ro.nr_env > RUN_MAX_ENV ||
+		if (ro.job.argc < 1 || !ro.job.argv || ro.job.nr_env > RUN_MAX_ENV ||
 		    ro.nr_put > RUN_MAX_PUTS || ro.nr_get > RUN_MAX_GETS)
 			abort();
-		for (i = 0; i < ro.argc; i++)
-			if (!ro.argv[i])
+		for (i = 0; i < ro.job.argc; i++)
+			if (!ro.job.argv[i])
 				abort();
 	}
 

@@ -1,5 +1,5 @@
 /*
- * fuzz_dns: libFuzzer target for vmm/dns.c, the DNS parsing the proxy does
+ * fuzz_dns: libFuzzer target for vmm/net/dns.c, the DNS parsing the proxy does
  * on the guest's queries and the upstream resolver's answers.
  *
  * Input: a 16-bit big-endian length L, then L bytes of a guest query, then
@@ -25,7 +25,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "dns.h"
+#include "net/dns.h"
 
 #define MIN_TTL 30
 #define MAX_TTL 86400

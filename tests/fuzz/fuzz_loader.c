@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "guest_mem.h"
-#include "loader_x86.h"
+#include "machine/guest_mem.h"
+#include "x86/loader_x86.h"
 
 #define RAM_SIZE (32u << 20)
 

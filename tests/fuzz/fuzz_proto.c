@@ -18,7 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "proto.h"
+#include "job/proto.h"
 
 static void walk_tlv(const uint8_t *p, size_t len)
 {

@@ -1,6 +1,6 @@
 /*
  * fuzz_snapshot: libFuzzer target for the template state file reader
- * (vmm/snapshot.c).
+ * (vmm/template/snapshot.c).
  *
  * Each input is parsed twice: as it is (the checksums must reject nearly
  * everything), and resealed -- the header's CRC and SHA-256 recomputed over
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "snapshot.h"
+#include "template/snapshot.h"
 
 static void walk(const uint8_t *buf, size_t len, const struct snap *s)
 {

@@ -24,7 +24,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "tar.h"
+#include "job/tar.h"
 
 static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *f)
 {

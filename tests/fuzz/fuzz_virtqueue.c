@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "guest_mem.h"
-#include "virtqueue.h"
+#include "machine/guest_mem.h"
+#include "virtio/virtqueue.h"
 
 #define RAM_SIZE (64u * 1024)
 #define MAX_STEPS 64

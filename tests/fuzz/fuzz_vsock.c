@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vsock_conn.h"
+#include "virtio/vsock_conn.h"
 
 #define GUEST_CID 3
 #define MAX_STEPS 512

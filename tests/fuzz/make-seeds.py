@@ -8,6 +8,7 @@ tests/fuzz/fuzz_<target>.c).
 import gzip
 import io
 import os
+import re
 import struct
 import sys
 import tarfile
@@ -101,8 +102,13 @@ def vsock():
 
 
 # ---- proto -----------------------------------------------------------------
+def proto_version():
+    h = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "vmm", "job", "proto.h")
+    return int(re.search(r"#define PROTO_VERSION (\d+)", open(h).read()).group(1))
+
+
 def frame(t, payload=b""):
-    return struct.pack("<IHH", len(payload), t, 1) + payload
+    return struct.pack("<IHH", len(payload), t, proto_version()) + payload
 
 
 def tlv(tag, val):
@@ -124,6 +130,27 @@ def proto():
     put("proto", "error", frame(32, b"no such file"))
     put("proto", "truncated", frame(16, tlv(1, b"abc"))[:-2])
     put("proto", "bad-tlv", frame(16, struct.pack("<HI", 1, 1000) + b"abc"))
+
+
+# ---- session ---------------------------------------------------------------
+# byte 0: bit 0 a session, bit 1 host requests; then guest frames whose
+# header's version field is the clock's step in ms.
+def gframe(t, payload=b"", ms=1):
+    return struct.pack("<IHH", len(payload), t, ms) + payload
+
+
+def session():
+    exitr = tlv(32, struct.pack("<I", 3)) + tlv(35, struct.pack("<Q", 10))
+    step = tlv(49, b"\x07" + struct.pack("<Q", 5000))
+    put("session", "one-shot", b"\x00" + gframe(1, step) + gframe(2, step) + gframe(3, b"out\n") +
+        gframe(4, b"err\n") + gframe(5, exitr) + gframe(6, b"\x1f\x8b") + gframe(6) +
+        gframe(6, b"z") + gframe(6) + gframe(7))
+    put("session", "one-shot-stall", b"\x00" + gframe(1) + gframe(2, ms=60000) + gframe(3, b"x" * 200))
+    idb = lambda i: struct.pack("<I", i)
+    put("session", "session", b"\x03" + gframe(1) + gframe(2) + gframe(8, idb(1)) +
+        gframe(9, idb(1) + b"\x01hello") + gframe(10, idb(1) + exitr) + gframe(11, idb(3) + b"tz") +
+        gframe(11, idb(3)) + gframe(12, idb(4)) + gframe(13, idb(5) + b"no") + gframe(7))
+    put("session", "session-foreign-id", b"\x01" + gframe(1) + gframe(2) + gframe(10, idb(9) + exitr))
 
 
 # ---- tar -------------------------------------------------------------------
@@ -241,7 +268,7 @@ def cli():
 
 
 # ---- snapshot --------------------------------------------------------------
-# A template state file as vmm/snapshot.c writes it (see snapshot.h).
+# A template state file as vmm/template/snapshot.c writes it (see snapshot.h).
 def snap_file(sections, version=1):
     import hashlib
     import zlib
@@ -324,7 +351,7 @@ def dns():
 
 
 def main():
-    for fn in (virtqueue, vsock, proto, tar, loader, cli, snapshot, dns):
+    for fn in (virtqueue, vsock, proto, session, tar, loader, cli, snapshot, dns):
         fn()
     for t in sorted(os.listdir(CORPUS)):
         d = os.path.join(CORPUS, t)

@@ -5,6 +5,10 @@
  * kernel brought up, runs /job.sh with /bin/sh if the image has one (the
  * demo's sample job), and powers the VM off through husk's register (with
  * reboot(2) as the fallback, which reboot=k turns into an i8042 reset).
+ * With "mini-init.kmsg" on the kernel command line it then prints the
+ * kernel's log records with their timestamps ("HUSK-KMSG <us> <text>"), so
+ * tools/bench-phases gets the kernel's own phases after the marker, off
+ * the timed path.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -17,8 +21,7 @@
 #include <termios.h>
 #include <unistd.h>
 
-#define HUSK_CTL_PORT 0x600
-#define HUSK_EV_INIT 1
+#include "machine/husk_ctl.h"
 
 static void console_stdio(void)
 {
@@ -86,6 +89,50 @@ static long mem_total_kib(void)
 	return kib;
 }
 
+static int cmdline_has(const char *word)
+{
+	char buf[4096], *tok, *save;
+	FILE *f = fopen("/proc/cmdline", "r");
+	int found = 0;
+
+	if (!f)
+		return 0;
+	if (fgets(buf, sizeof(buf), f))
+		for (tok = strtok_r(buf, " \n", &save); tok && !found;
+		     tok = strtok_r(NULL, " \n", &save))
+			found = !strcmp(tok, word);
+	fclose(f);
+	return found;
+}
+
+/* Each record of /dev/kmsg: "prio,seq,usec,flags;text". */
+static void dump_kmsg(void)
+{
+	char rec[8192];
+	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK);
+	ssize_t n;
+
+	if (fd < 0)
+		return;
+	while ((n = read(fd, rec, sizeof(rec) - 1)) > 0) {
+		char *semi, *nl, *p;
+		unsigned long long us;
+
+		rec[n] = '\0';
+		semi = strchr(rec, ';');
+		p = strchr(rec, ',');
+		if (!semi || !p || !(p = strchr(p + 1, ',')) ||
+		    sscanf(p + 1, "%llu", &us) != 1)
+			continue;
+		nl = strchr(semi + 1, '\n');
+		if (nl)
+			*nl = '\0';
+		printf("HUSK-KMSG %llu %s\n", us, semi + 1);
+	}
+	close(fd);
+	fflush(stdout);
+}
+
 int main(void)
 {
 	int have_port, status;
@@ -97,14 +144,16 @@ int main(void)
 	mkdir("/proc", 0555);
 	mount("proc", "/proc", "proc", 0, NULL);
 	printf("HUSK-MINI-INIT: reached userspace, cpus=%d, husk-port=%s, mem_mib=%ld\n",
-	       count_cpus(), have_port && inl(HUSK_CTL_PORT) == 0x4b535548 ? "yes" : "no",
+	       count_cpus(), have_port && inl(HUSK_CTL_PORT) == HUSK_CTL_MAGIC ? "yes" : "no",
 	       mem_total_kib() / 1024);
 	fflush(stdout);
+	if (cmdline_has("mini-init.kmsg"))
+		dump_kmsg();
 	status = run_job();
 	/* The UART sends from the kernel's tty buffer: let it drain first. */
 	tcdrain(STDOUT_FILENO);
 	if (have_port)
-		outl(status, HUSK_CTL_PORT + 4);
+		outl(status, HUSK_CTL_PORT + HUSK_CTL_POWEROFF);
 	reboot(RB_AUTOBOOT);
 	return 0;
 }

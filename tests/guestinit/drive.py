@@ -5,6 +5,7 @@
 # case ("ok   - ..." / "FAIL - ...") and exits 1 if any case failed.
 import io
 import os
+import re
 import socket
 import struct
 import subprocess
@@ -23,6 +24,9 @@ T_EXIT_END_NS, T_EXIT_START_NS = 39, 38
 T_INIT_VERSION = 48
 
 INIT, WS = sys.argv[1], sys.argv[2]
+# The protocol version is vmm/job/proto.h's, so a bump cannot leave this behind.
+_PROTO_H = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'vmm', 'job', 'proto.h')
+VERSION = int(re.search(r'#define PROTO_VERSION (\d+)', open(_PROTO_H).read()).group(1))
 fails = 0
 passes = 0
 
@@ -56,7 +60,7 @@ class Conv:
         guest.close()
 
     def send(self, typ, payload=b''):
-        self.host.sendall(struct.pack('<IHH', len(payload), typ, 1) + payload)
+        self.host.sendall(struct.pack('<IHH', len(payload), typ, VERSION) + payload)
 
     def recv_exact(self, n):
         b = b''
@@ -69,7 +73,7 @@ class Conv:
 
     def recv(self):
         n, typ, ver = struct.unpack('<IHH', self.recv_exact(8))
-        assert ver == 1, 'version %d' % ver
+        assert ver == VERSION, 'version %d' % ver
         return typ, self.recv_exact(n)
 
     # Collect frames until P_DONE or P_ERROR; returns the list.
@@ -385,6 +389,503 @@ if os.access(PY, os.X_OK):
     f, rc, c, _ = run(job(PY, '-c', 'b = b"x" * 64000000'))
     ex = exit_rec(f)
     check('peak RSS is the job\'s', u(ex.get(T_EXIT_MAXRSS_KIB, b'')) > 60000, ex)
+
+
+# ---- sessions (docs/protocol.md, "Sessions") ----
+P_XSTARTED, P_XOUT, P_XEXIT, P_XFILES, P_XDONE, P_XERROR = 8, 9, 10, 11, 12, 13
+P_EXEC, P_XSTDIN, P_XSIGNAL, P_PUT, P_GET, P_END = 19, 20, 21, 22, 23, 24
+T_JOB_SESSION = 19
+SESSION = tlv(T_JOB_SESSION, b'\1')
+
+
+def xid(i):
+    return struct.pack('<I', i)
+
+
+def u64(v):
+    return struct.pack('<Q', v)
+
+
+class Session(Conv):
+    """A session: P_JOB with T_JOB_SESSION, then frames by id."""
+
+    def __init__(self, extra=b''):
+        super().__init__()
+        typ, self.hello = self.recv()
+        assert typ == P_HELLO, 'first frame %d' % typ
+        self.send(P_JOB, SESSION + extra)
+        self.frames = []
+        self.first = self.recv()
+
+    def x(self, typ, i, payload=b''):
+        self.send(typ, xid(i) + payload)
+
+    def exec(self, i, *argv, env=(), extra=b''):
+        self.x(P_EXEC, i, job(*argv, env=env, extra=extra))
+
+    def pump(self, until, limit=15):
+        """Frames into self.frames until until(self) holds; False on P_DONE/P_ERROR/timeout."""
+        end = time.time() + limit
+        while not until(self):
+            if time.time() > end:
+                return False
+            self.host.settimeout(max(0.1, end - time.time()))
+            try:
+                typ, p = self.recv()
+            except (socket.timeout, EOFError):
+                return False
+            self.frames.append((typ, p))
+            if typ in (P_DONE, P_ERROR):
+                return until(self)
+        return True
+
+    def has(self, typ, i):
+        return any(t == typ and p[:4] == xid(i) for t, p in self.frames)
+
+    def ended(self, *ids):
+        return lambda s: all(s.has(P_XEXIT, i) or s.has(P_XERROR, i) for i in ids)
+
+    def out(self, i, stream=1):
+        return b''.join(p[5:] for t, p in self.frames
+                        if t == P_XOUT and p[:4] == xid(i) and p[4] == stream)
+
+    def exit(self, i):
+        ex = [p[4:] for t, p in self.frames if t == P_XEXIT and p[:4] == xid(i)]
+        return {tag: v for tag, v in parse_tlv(ex[0])} if len(ex) == 1 else {}
+
+    def errors(self, i):
+        return [p[4:] for t, p in self.frames if t == P_XERROR and p[:4] == xid(i)]
+
+    def of(self, i):
+        """The types of the frames for id i, in order."""
+        return [t for t, p in self.frames if t in range(P_XSTARTED, P_XERROR + 1) and p[:4] == xid(i)]
+
+    def files(self, i):
+        """A get's archive: the bytes of its chunks, or None before its end."""
+        chunks = [p[4:] for t, p in self.frames if t == P_XFILES and p[:4] == xid(i)]
+        return b''.join(chunks) if chunks and chunks[-1] == b'' else None
+
+    def end(self):
+        self.send(P_END)
+        self.pump(lambda s: bool(s.frames) and s.frames[-1][0] in (P_DONE, P_ERROR))
+        return self.finish()
+
+
+def code(ex):
+    return u(ex[T_EXIT_CODE]) if T_EXIT_CODE in ex else None
+
+
+def signal_of(ex):
+    return u(ex[T_EXIT_SIGNAL]) if T_EXIT_SIGNAL in ex else None
+
+
+def procs_of(*argv):
+    """Pids whose command line is exactly argv (a leftover check)."""
+    want = b''.join(a.encode() + b'\0' for a in argv)
+    out = []
+    for d in os.listdir('/proc'):
+        try:
+            if d.isdigit() and open('/proc/%s/cmdline' % d, 'rb').read() == want:
+                out.append(int(d))
+        except OSError:
+            pass
+    return out
+
+
+# 15. a session starts with P_STARTED (steps included) and needs no command
+s = Session()
+check('session: P_STARTED after the spec, with the init steps',
+      s.first[0] == P_STARTED and any(t == 49 for t, _ in parse_tlv(s.first[1])), s.first)
+
+# 16. two execs at once: their output interleaves, each has its exit code
+s.exec(1, 'sh', '-c', 'for i in 1 2 3 4; do echo a$i; sleep 0.3; done; exit 3')
+s.exec(2, 'sh', '-c', 'sleep 0.15; for i in 1 2 3 4; do echo b$i; sleep 0.3; done; exit 4')
+ok = s.pump(s.ended(1, 2))
+seq = [p[:4] for t, p in s.frames if t == P_XOUT]
+switches = sum(1 for a, b in zip(seq, seq[1:]) if a != b)
+check('session: two execs run at once, outputs interleave', ok and switches >= 3 and
+      s.out(1) == b'a1\na2\na3\na4\n' and s.out(2) == b'b1\nb2\nb3\nb4\n', (switches, s.out(1), s.out(2)))
+check('session: both exit codes arrive (3 and 4), not timed out',
+      code(s.exit(1)) == 3 and code(s.exit(2)) == 4 and u(s.exit(1).get(T_EXIT_TIMED_OUT, b'\1')) == 0,
+      (s.exit(1), s.exit(2)))
+check('session: per id, XSTARTED first and XEXIT last',
+      all(s.of(i)[0] == P_XSTARTED and s.of(i)[-1] == P_XEXIT and s.of(i).count(P_XEXIT) == 1
+          for i in (1, 2)), (s.of(1), s.of(2)))
+ex = s.exit(1)
+check('session: the exit record has CPU time, RSS and ordered timestamps',
+      all(k in ex for k in (T_EXIT_USER_US, T_EXIT_SYS_US, T_EXIT_MAXRSS_KIB)) and
+      0 < u(ex.get(T_EXIT_START_NS, b'')) <= u(ex.get(T_EXIT_END_NS, b'')), ex)
+
+# 17. an id is free again after its P_XEXIT; large output comes in <= 64 KiB chunks
+s.frames = []
+s.exec(1, 'head', '-c', '300000', '/dev/zero')
+ok = s.pump(s.ended(1))
+chunks = [len(p) - 5 for t, p in s.frames if t == P_XOUT]
+check('session: an id is reused after its exit; 300000 bytes in 1..64 KiB chunks, all before XEXIT',
+      ok and code(s.exit(1)) == 0 and sum(chunks) == 300000 and max(chunks) <= 65536 and
+      min(chunks) >= 1 and s.of(1)[-1] == P_XEXIT, (ok, chunks[:5], s.of(1)[-3:]))
+
+# 18. stdin for one exec; stdin frames for others are dropped, not errors
+s.frames = []
+s.exec(3, 'sh', '-c', 'cat; echo done', extra=tlv(T_JOB_STDIN, b'\1'))
+s.exec(4, 'sh', '-c', 'cat; echo eof')
+s.x(P_XSTDIN, 3, b'hello ')
+s.x(P_XSTDIN, 4, b'not for you')
+s.x(P_XSTDIN, 99, b'nobody')
+s.x(P_XSTDIN, 3, b'world\n')
+s.x(P_XSTDIN, 3)
+ok = s.pump(s.ended(3, 4))
+check('session: stdin reaches the exec that asked for it, EOF ends it',
+      ok and s.out(3) == b'hello world\ndone\n' and code(s.exit(3)) == 0, (s.out(3), s.exit(3)))
+check('session: an exec without stdin reads /dev/null; stray stdin frames are dropped',
+      s.out(4) == b'eof\n' and not [f for f in s.frames if f[0] == P_XERROR], (s.out(4), s.frames[-3:]))
+
+# 18b. back-pressure: while an exec does not read its stdin, guest-init
+# stops reading the socket once about 1 MiB is queued for it
+s.frames = []
+s.exec(11, 'sh', '-c', 'sleep 2.5; wc -c', extra=tlv(T_JOB_STDIN, b'\1'))
+s.pump(lambda s: s.has(P_XSTARTED, 11))
+chunk = b'y' * (256 << 10)
+frame = struct.pack('<IHH', 4 + len(chunk), P_XSTDIN, VERSION) + xid(11) + chunk
+s.host.setblocking(False)
+taken, t0 = 0, time.time()
+while time.time() - t0 < 1.5 and taken < (16 << 20):
+    try:
+        taken += s.host.send(frame[taken % len(frame):])
+    except BlockingIOError:
+        time.sleep(0.05)
+s.host.settimeout(20)
+if taken % len(frame):
+    s.host.sendall(frame[taken % len(frame):])
+sent = -(-taken // len(frame)) * len(chunk)
+s.x(P_XSTDIN, 11)
+ok = s.pump(s.ended(11))
+check('session: stdin back-pressure: the socket is not read past ~1 MiB queued, nothing is lost',
+      ok and taken < (4 << 20) and s.out(11).strip() == str(sent).encode(),
+      (taken, sent, s.out(11)))
+
+# 19. signals: SIGTERM to a running exec, SIGKILL to one that ignores it
+s.frames = []
+s.exec(5, 'sleep', '30')
+s.exec(6, 'sh', '-c', 'trap "" TERM; echo ready; while :; do sleep 0.1; done')
+s.pump(lambda s: s.has(P_XSTARTED, 5) and s.out(6) == b'ready\n')
+t0 = time.time()
+s.x(P_XSIGNAL, 5, struct.pack('<I', 15))
+s.x(P_XSIGNAL, 6, struct.pack('<I', 15))
+ok5 = s.pump(s.ended(5), limit=5)
+ok6 = not s.pump(s.ended(6), limit=0.7)
+s.x(P_XSIGNAL, 6, struct.pack('<I', 9))
+ok6 = s.pump(s.ended(6), limit=5) and ok6
+check('session: SIGTERM ends an exec (signal 15)', ok5 and signal_of(s.exit(5)) == 15 and
+      time.time() - t0 < 5, s.exit(5))
+check('session: SIGTERM ignored, SIGKILL ends it (signal 9, not timed out)',
+      ok6 and signal_of(s.exit(6)) == 9 and u(s.exit(6).get(T_EXIT_TIMED_OUT, b'\1')) == 0, s.exit(6))
+s.x(P_XSIGNAL, 6, struct.pack('<I', 15))
+s.x(P_XSIGNAL, 1234, struct.pack('<I', 9))
+
+# 20. a per-exec timeout kills that exec only
+s.frames = []
+t0 = time.time()
+s.exec(7, 'sh', '-c', 'echo started; sleep 30', extra=tlv(T_JOB_TIMEOUT_MS, u64(300)))
+s.exec(8, 'sh', '-c', 'sleep 1; echo survived')
+ok = s.pump(s.ended(7, 8))
+check('session: timeout: SIGKILL and timed_out, output kept, promptly',
+      ok and signal_of(s.exit(7)) == 9 and u(s.exit(7).get(T_EXIT_TIMED_OUT, b'')) == 1 and
+      s.out(7) == b'started\n' and time.time() - t0 < 5, (s.exit(7), s.out(7), time.time() - t0))
+check('session: another exec outlives that timeout', code(s.exit(8)) == 0 and
+      s.out(8) == b'survived\n', (s.exit(8), s.out(8)))
+
+# 21. exec failures are exit codes, as for a one-shot job
+s.frames = []
+s.exec(9, '/no/such/cmd')
+s.exec(10, '/dev/null')
+ok = s.pump(s.ended(9, 10))
+check('session: command not found: XSTARTED, a husk-init line on stderr, exit 127',
+      ok and code(s.exit(9)) == 127 and b'cannot execute' in s.out(9, 2) and
+      s.of(9)[0] == P_XSTARTED and s.out(9) == b'', (s.of(9), s.exit(9), s.out(9, 2)))
+check('session: not executable: exit 126', code(s.exit(10)) == 126, s.exit(10))
+
+# 22. environment: the exec's own, then the session's, then the defaults; cwd
+s.end()
+s = Session(tlv(T_JOB_ENV, 'FOO=session') + tlv(T_JOB_ENV, 'BAR=kept'))
+s.exec(1, 'sh', '-c', 'mkdir -p d/e')
+s.pump(s.ended(1))
+s.exec(2, 'sh', '-c', 'echo "$FOO:$BAR:$USER:$HOME"; pwd', env=['FOO=exec'],
+       extra=tlv(T_JOB_CWD, 'd/e'))
+ok = s.pump(s.ended(2))
+check('session: exec env overrides the session\'s, which the defaults fill; cwd in the workspace',
+      ok and s.out(2).decode().splitlines() == ['exec:kept:agentuser:%s' % WS,
+                                                 os.path.realpath(WS) + '/d/e'], s.out(2))
+
+# 23. put: a tar into the workspace, then an exec that reads it
+buf = io.BytesIO()
+with tarfile.open(fileobj=buf, mode='w:gz', format=tarfile.USTAR_FORMAT) as tf:
+    for name, data in (('put/in.txt', b'payload\n'), ('put/two.txt', b'two')):
+        ti = tarfile.TarInfo(name)
+        ti.size = len(data)
+        tf.addfile(ti, io.BytesIO(data))
+blob = buf.getvalue()
+s.frames = []
+s.exec(3, 'sleep', '30')
+for i in range(0, len(blob), 50):
+    s.x(P_PUT, 4, blob[i:i + 50])
+s.x(P_PUT, 4)
+ok = s.pump(lambda s: s.has(P_XDONE, 4) or s.has(P_XERROR, 4))
+check('session: put in chunks, answered by XDONE while an exec runs', ok and s.has(P_XDONE, 4) and
+      s.of(4) == [P_XDONE] and not s.has(P_XEXIT, 3), (s.of(4), s.errors(4)))
+# An open put (half its archive sent) does not hold up an exec's output.
+buf = io.BytesIO()
+with tarfile.open(fileobj=buf, mode='w:gz', format=tarfile.USTAR_FORMAT) as tf:
+    ti = tarfile.TarInfo('put/three.txt')
+    ti.size = 5
+    tf.addfile(ti, io.BytesIO(b'three'))
+blob3 = buf.getvalue()
+s.exec(12, 'sh', '-c', 'for i in 1 2 3 4 5 6; do echo tick; sleep 0.1; done')
+s.x(P_PUT, 13, blob3[:len(blob3) // 2])
+ok = s.pump(lambda s: s.has(P_XEXIT, 12))
+s.x(P_PUT, 13, blob3[len(blob3) // 2:])
+s.x(P_PUT, 13)
+ok = s.pump(lambda s: s.has(P_XDONE, 13) or s.has(P_XERROR, 13)) and ok
+check('session: an exec runs to its end while a put is open, then the put completes',
+      ok and s.out(12) == b'tick\n' * 6 and s.of(13) == [P_XDONE], (s.out(12), s.of(13)))
+s.exec(5, 'sh', '-c', 'cat put/in.txt put/two.txt; stat -c %u put/in.txt')
+ok = s.pump(s.ended(5))
+owner = '1000' if os.geteuid() == 0 else str(os.geteuid())
+s.exec(14, 'cat', 'put/three.txt')
+ok = s.pump(s.ended(14)) and ok
+check('session: an exec reads the put files (owned by the agent user)', ok and
+      s.out(5) == b'payload\ntwo' + owner.encode() + b'\n' and s.out(14) == b'three', (s.out(5), s.out(14)))
+
+# 24. get: a directory comes back as a tar; a missing path as an empty one
+s.exec(6, 'sh', '-c', 'mkdir -p out/sub && echo one > out/a.txt && echo two > out/sub/b.txt && '
+       'head -c 200000 /dev/urandom > out/big.bin && sha256sum out/big.bin')
+s.pump(s.ended(6))
+s.x(P_GET, 7, b'out')
+s.x(P_GET, 8, b'missing')
+ok = s.pump(lambda s: s.files(7) is not None and s.files(8) is not None)
+members = {}
+if ok:
+    with tarfile.open(fileobj=io.BytesIO(s.files(7)), mode='r:gz') as tf:
+        for m in tf.getmembers():
+            members[m.name] = tf.extractfile(m).read() if m.isfile() else None
+import hashlib
+chunks = [len(p) - 4 for t, p in s.frames if t == P_XFILES and p[:4] == xid(7)]
+check('session: get of a directory: its tree in chunks of <= 64 KiB, then the id alone',
+      ok and sorted(members) == ['out', 'out/a.txt', 'out/big.bin', 'out/sub', 'out/sub/b.txt'] and
+      members['out/a.txt'] == b'one\n' and members['out/sub/b.txt'] == b'two\n' and
+      hashlib.sha256(members['out/big.bin']).hexdigest().encode() == s.out(6).split()[0] and
+      max(chunks) <= 65536 and chunks[-1] == 0 and len(chunks) > 2, (ok, sorted(members), chunks))
+empty = None
+if ok:
+    with tarfile.open(fileobj=io.BytesIO(s.files(8)), mode='r:gz') as tf:
+        empty = tf.getmembers()
+check('session: get of a missing path: an empty archive', empty == [], (empty, s.of(8)))
+s.x(P_XSIGNAL, 3, struct.pack('<I', 9))
+s.pump(s.ended(3))
+check('session: the exec that ran through put and get was untouched by them',
+      signal_of(s.exit(3)) == 9 and s.of(3)[0] == P_XSTARTED, s.of(3))
+rc = s.end()
+check('session: P_END: P_DONE, status 0', s.frames[-1][0] == P_DONE and rc == 0, (s.frames[-1:], rc))
+
+# 25. requests that fail with P_XERROR keep the session going
+buf = io.BytesIO()
+with tarfile.open(fileobj=buf, mode='w:gz', format=tarfile.USTAR_FORMAT) as tf:
+    ti = tarfile.TarInfo('second.txt')
+    ti.size = 6
+    tf.addfile(ti, io.BytesIO(b'second'))
+blob = buf.getvalue()
+s = Session()
+s.exec(1, 'sleep', '30')
+s.pump(lambda s: s.has(P_XSTARTED, 1))
+s.exec(1, 'true')
+s.x(P_EXEC, 2, tlv(T_JOB_ENV, 'A=b'))
+s.x(P_EXEC, 3, job('true', extra=tlv(T_JOB_GET, 'x')))
+s.x(P_EXEC, 4, job('true')[:-1])
+s.exec(5, 'true', extra=tlv(T_JOB_CWD, 'no/such/dir'))
+s.x(P_PUT, 6, b'not gzip at all')
+s.x(P_PUT, 6)
+s.x(P_GET, 7, b'../x')
+s.x(P_GET, 8, b'/etc/passwd')
+s.x(P_GET, 1, b'out')
+s.pump(lambda s: s.errors(6))
+s.x(P_PUT, 9, blob[:20])
+s.x(P_PUT, 10, blob[:20])
+s.x(P_PUT, 9, blob[20:])
+s.x(P_PUT, 9)
+ok = s.pump(lambda s: all(s.errors(i) for i in (2, 3, 4, 5, 6, 7, 8, 10)) and
+            (s.has(P_XDONE, 9) or s.has(P_XERROR, 9)) and len(s.errors(1)) == 2)
+check('session: duplicate id, bad exec specs, bad cwd: XERROR each',
+      ok and all(len(s.errors(i)) == 1 for i in (2, 3, 4, 5)) and len(s.errors(1)) == 2 and
+      b'cwd' not in s.errors(5)[0] and b'no/such/dir' in s.errors(5)[0],
+      [(i, s.errors(i)) for i in (1, 2, 3, 4, 5)])
+check('session: put of garbage, get of ../x and /etc/passwd, a second put: XERROR each',
+      all(len(s.errors(i)) == 1 for i in (6, 7, 8, 10)) and s.of(9) == [P_XDONE],
+      [(i, s.errors(i)) for i in (6, 7, 8, 9, 10)])
+check('session: the duplicate id did not touch the running exec', not s.has(P_XEXIT, 1) and
+      s.of(1) == [P_XSTARTED, P_XERROR, P_XERROR], s.of(1))
+s.frames = []
+for i in range(100, 100 + 63):
+    s.exec(i, 'sleep', '30')
+s.exec(200, 'true')
+ok = s.pump(lambda s: all(s.has(P_XSTARTED, i) for i in range(100, 163)) and s.errors(200))
+check('session: at most 64 live execs, the 65th is an XERROR', ok and len(s.errors(200)) == 1 and
+      not s.has(P_XERROR, 162), (ok, s.errors(200)))
+s.x(P_XSIGNAL, 100, struct.pack('<I', 9))
+s.pump(s.ended(100))
+s.frames = []
+s.exec(201, 'echo', 'alive')
+ok = s.pump(s.ended(201))
+check('session: after errors and a freed slot, an exec still runs', ok and s.out(201) == b'alive\n' and
+      code(s.exit(201)) == 0, (s.of(201), s.errors(201)))
+t0 = time.time()
+rc = s.end()
+check('session: P_END with 63 execs running: P_DONE promptly, status 0',
+      s.frames[-1][0] == P_DONE and rc == 0 and time.time() - t0 < 5, (s.frames[-1:], rc, time.time() - t0))
+
+# 26. P_END kills what runs, background processes of ended execs included
+s = Session()
+s.exec(1, 'sh', '-c', 'sleep 97.25 & echo bg')
+s.exec(2, 'sh', '-c', 'sleep 97.5 & sleep 97.75')
+s.pump(lambda s: s.has(P_XEXIT, 1) and s.has(P_XSTARTED, 2))
+time.sleep(0.2)
+before = procs_of('sleep', '97.5') + procs_of('sleep', '97.75')
+leftover = procs_of('sleep', '97.25')
+rc = s.end()
+time.sleep(0.2)
+check('session: an exec\'s leftovers die with it', code(s.exit(1)) == 0 and s.out(1) == b'bg\n' and
+      leftover == [], leftover)
+check('session: P_END: running execs killed, no XEXIT for them, P_DONE, status 0',
+      len(before) == 2 and procs_of('sleep', '97.5') == [] and procs_of('sleep', '97.75') == [] and
+      not s.has(P_XEXIT, 2) and [t for t, _ in s.frames][-1] == P_DONE and rc == 0,
+      (before, procs_of('sleep', '97.5'), s.frames[-2:], rc))
+
+# 27. the session's lifetime (T_JOB_TIMEOUT_MS) ends it like P_END
+t0 = time.time()
+s = Session(tlv(T_JOB_TIMEOUT_MS, u64(600)))
+s.exec(1, 'sleep', '30')
+ok = s.pump(lambda s: bool(s.frames) and s.frames[-1][0] in (P_DONE, P_ERROR))
+rc = s.finish()
+check('session: its lifetime ends it: P_DONE, status 0, running exec killed',
+      ok and s.frames[-1][0] == P_DONE and rc == 0 and 0.5 < time.time() - t0 < 5 and
+      s.has(P_XSTARTED, 1) and not s.has(P_XEXIT, 1), (s.frames[-2:], rc, time.time() - t0))
+
+
+# 28. protocol errors end the session: P_ERROR, status 1, everything killed
+def proto_error(name, frames, extra=b''):
+    s = Session(extra)
+    s.exec(1, 'sleep', '96.5')
+    s.pump(lambda s: s.has(P_XSTARTED, 1))
+    t0 = time.time()
+    for typ, p in frames:
+        s.send(typ, p)
+    ok = s.pump(lambda s: bool(s.frames) and s.frames[-1][0] in (P_DONE, P_ERROR))
+    rc = s.finish()
+    time.sleep(0.1)
+    check('session: %s: P_ERROR, status 1, execs killed' % name,
+          ok and s.frames[-1][0] == P_ERROR and rc == 1 and time.time() - t0 < 5 and
+          procs_of('sleep', '96.5') == [], (s.frames[-2:], rc, procs_of('sleep', '96.5')))
+
+
+proto_error('short payload', [(P_XSIGNAL, b'\1\0')])
+proto_error('empty P_EXEC', [(P_EXEC, b'')])
+proto_error('id 0', [(P_EXEC, xid(0) + job('true'))])
+proto_error('P_JOB again', [(P_JOB, SESSION)])
+proto_error('P_STDIN in a session', [(P_STDIN, b'x')])
+proto_error('signal 0', [(P_XSIGNAL, xid(1) + struct.pack('<I', 0))])
+proto_error('signal 65', [(P_XSIGNAL, xid(1) + struct.pack('<I', 65))])
+proto_error('P_END with a payload', [(P_END, b'x')])
+
+s = Session()
+s.exec(1, 'sleep', '96.5')
+s.pump(lambda s: s.has(P_XSTARTED, 1))
+s.frames = []
+s.send(P_ERROR, b'host gives up')
+s.pump(lambda s: False, limit=3)
+rc = s.finish()
+time.sleep(0.1)
+check('session: a host P_ERROR ends it without a reply, status 1, execs killed',
+      rc == 1 and s.frames == [] and procs_of('sleep', '96.5') == [] and
+      'host gives up' in s.err, (s.frames, rc, s.err[-200:]))
+
+# 29. session frames outside a session and session-only rules for the spec
+f, rc, c, _ = run(job('sleep', '30', extra=tlv(T_JOB_STDIN, b'\1')),
+                  after_start=lambda c: c.send(P_EXEC, xid(1) + job('true')))
+check('P_EXEC during a one-shot job: P_ERROR, status 1', types(f)[-1] == P_ERROR and rc == 1,
+      (types(f), rc))
+c = Conv()
+c.recv()
+c.send(P_EXEC, xid(1) + job('true'))
+f = c.until_done()
+rc = c.finish()
+check('P_EXEC instead of P_JOB: P_ERROR, status 1', types(f) == [P_ERROR] and rc == 1, (f, rc))
+for name, payload in [('argv', SESSION + tlv(T_JOB_ARG, 'true')),
+                      ('--get', SESSION + tlv(T_JOB_GET, 'x')),
+                      ('stdin', SESSION + tlv(T_JOB_STDIN, b'\0')),
+                      ('session flag 2', tlv(T_JOB_SESSION, b'\2')),
+                      ('session flag twice', SESSION + SESSION)]:
+    f, rc, c, _ = run(payload)
+    check('session spec with %s: P_ERROR, status 1' % name, types(f) == [P_ERROR] and rc == 1,
+          (f, rc))
+f, rc, c, _ = run(job('sh', '-c', 'echo one-shot', extra=tlv(T_JOB_SESSION, b'\0')))
+check('T_JOB_SESSION 0 is a one-shot job', streams(f)[0] == b'one-shot\n' and rc == 0, (f, rc))
+
+# 30. nothing piles up: guest-init's descriptors and children are as before
+s = Session()
+time.sleep(0.2)
+fds0 = sorted(os.listdir('/proc/%d/fd' % s.proc.pid))
+kids0 = children(s.proc.pid)
+for i in range(1, 41):
+    s.exec(i, 'sh', '-c', 'echo $0; exec sleep 0.$0', str(i % 10),
+           extra=tlv(T_JOB_STDIN, b'\1') if i % 2 else b'')
+s.x(P_GET, 50, b'out')
+s.x(P_PUT, 51, b'garbage')
+s.x(P_PUT, 51)
+s.x(P_GET, 52, b'missing')
+ok = s.pump(lambda s: s.ended(*range(1, 41))(s) and s.files(50) is not None and
+            s.files(52) is not None and s.errors(51))
+time.sleep(0.5)
+fds1 = sorted(os.listdir('/proc/%d/fd' % s.proc.pid))
+kids1 = children(s.proc.pid)
+check('session: after 40 execs, 2 gets and a put, no descriptor or child is left over',
+      ok and fds1 == fds0 and kids1 == kids0 and len(kids0) == 1 and
+      all(s.out(i) == str(i % 10).encode() + b'\n' for i in range(1, 41)),
+      (ok, fds0, fds1, kids0, kids1))
+s.end()
+
+# 31. as root: execs in the job's namespaces, as the agent user, sharing the workspace
+if os.geteuid() == 0:
+    ours = {n: os.readlink('/proc/self/ns/' + n) for n in NS}
+    s = Session()
+    s.exec(1, 'sh', '-c', 'echo shared > shared.txt; exec sleep 95.5')
+    s.pump(lambda s: s.has(P_XSTARTED, 1))
+    time.sleep(0.2)
+    s.exec(2, 'sh', '-c', 'cat shared.txt; tr "\\0" "\\n" </proc/1/cmdline | head -n 1; '
+           'for p in /proc/[0-9]*; do tr "\\0" " " <$p/cmdline; echo; done; '
+           'for n in %s; do readlink /proc/self/ns/$n; done' % ' '.join(NS))
+    s.exec(3, 'sh', '-c', 'for n in %s; do readlink /proc/self/ns/$n; done; id -u; id -g; '
+           'grep -E "^(CapEff|CapBnd|NoNewPrivs|Seccomp):" /proc/self/status' % ' '.join(NS))
+    ok = s.pump(s.ended(2, 3))
+    out2 = s.out(2).decode().split('\n')
+    cmds = [l.strip() for l in out2[2:] if l.strip() and ':[' not in l]
+    ns2 = [l for l in out2 if ':[' in l]
+    out3 = s.out(3).decode().split('\n')
+    check('session (root): execs share the workspace', ok and out2[0] == 'shared', out2[:1])
+    check('session (root): an exec sees job-init as PID 1, the other exec, never guest-init',
+          out2[1:2] == ['job-init'] and 'job-init' in cmds and 'sleep 95.5' in cmds and
+          not any('--test-fd' in l or 'husk-init' in l for l in cmds), (out2[:2], cmds))
+    check('session (root): execs share pid, mnt, ipc, uts and net namespaces, not guest-init\'s',
+          len(ns2) == 5 and ns2 == out3[:5] and
+          all(ns2[i] != ours[n] and ns2[i].startswith(n + ':[') for i, n in enumerate(NS)),
+          (ns2, out3[:5], ours))
+    check('session (root): an exec runs as 1000:1000, no caps, no_new_privs, seccomp',
+          out3[5:] == ['1000', '1000', 'CapEff:\t0000000000000000', 'CapBnd:\t0000000000000000',
+                       'NoNewPrivs:\t1', 'Seccomp:\t2', ''], out3[5:])
+    rc = s.end()
+    time.sleep(0.1)
+    check('session (root): P_END ends the namespace\'s processes', rc == 0 and
+          procs_of('sleep', '95.5') == [], (rc, procs_of('sleep', '95.5')))
+else:
+    print('SKIP - session namespaces and agent user (not root)')
 
 print('guest-init: %d passed, %d failed' % (passes, fails))
 sys.exit(1 if fails else 0)

@@ -5,9 +5,10 @@
  * CPL0 may be emulated (~1 us on PVM), so keep ring-0 paths short.
  */
 #define COM1		0x3f8
-#define HUSK_CTL	0x600
-#define HUSK_CTL_MMIO	0xd1000000
-#define EV_INIT		1
+#include "machine/husk_ctl.h"
+#define HUSK_CTL	HUSK_CTL_PORT
+#define HUSK_CTL_MMIO	HUSK_CTL_MMIO_GPA
+#define EV_INIT		HUSK_EV_INIT
 
 	.text
 /* puts: write the NUL-terminated string at %rsi to COM1. */

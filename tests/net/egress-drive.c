@@ -44,15 +44,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dns_helper.h"
-#include "dns_learn.h"
-#include "egress.h"
-#include "jail.h"
-#include "netlink.h"
-#include "netpool.h"
+#include "net/dns_helper.h"
+#include "net/dns_learn.h"
+#include "net/egress.h"
+#include "sandbox/jail.h"
+#include "net/netlink.h"
+#include "net/netpool.h"
 #include "../proc_status.h"
-#include "tap.h"
-#include "util.h"
+#include "net/tap.h"
+#include "lib/util.h"
 
 #define L2		14
 #define SERVER		"203.0.113.10"	/* opened by an --allow rule */

@@ -1,5 +1,5 @@
 /*
- * tap-run: drives vmm/tap.c and vmm/netlink.c against the real host kernel,
+ * tap-run: drives vmm/net/tap.c and vmm/net/netlink.c against the real host kernel,
  * the way husk's network device will: open a tap, give the host end
  * 10.200.0.1/30 and bring it up over rtnetlink, then act as the guest
  * (10.200.0.2) by writing bare Ethernet frames into the tap fd and reading
@@ -36,11 +36,11 @@
 
 #include <bpf/bpf.h>
 
-#include "egress.h"
-#include "netlink.h"
-#include "netpool.h"
-#include "tap.h"
-#include "util.h"
+#include "net/egress.h"
+#include "net/netlink.h"
+#include "net/netpool.h"
+#include "net/tap.h"
+#include "lib/util.h"
 
 #define UDP_PORT 5555
 #define BURST 20000

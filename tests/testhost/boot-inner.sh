@@ -3,10 +3,8 @@
 # check what the guest saw and how husk reported it.
 #   boot-inner.sh HUSK KERNEL_DIR INITRD WORKDIR
 HUSK=$1 K=$2 RD=$3 W=$4
-pass=0 fail=0
-ok() { echo "ok   - $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL - $1"; fail=$((fail + 1)); }
-show() { sed 's/^/    | /' "$@" | tail -n 25; }
+SHOW_LINES=25
+. "$(dirname "$0")/lib.sh"
 
 # boot NAME WANT_STATUS ARGS...: console in $W/con, JSON in $W/json.
 boot() {
@@ -26,7 +24,7 @@ has() {
 }
 timings_ordered() {
 	# first_kvm_run <= init <= exit <= teardown, all measured (not -1).
-	t=$(sed 's/.*"timings_us":{//; s/[{}]//g' "$W/json" | tr ',' '\n')
+	t=$(sed 's/.*"timings_us":{//; s/}.*//' "$W/json" | tr ',' '\n')
 	f=$(echo "$t" | sed -n 's/"first_kvm_run"://p')
 	i=$(echo "$t" | sed -n 's/"init"://p')
 	e=$(echo "$t" | sed -n 's/"exit"://p')

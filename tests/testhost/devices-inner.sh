@@ -4,10 +4,8 @@
 #   devices-inner.sh HUSK KERNEL_DIR INITRD DISK WORKDIR
 # WORKDIR/expect holds the disk's size in sectors and the big file's digest.
 HUSK=$1 K=$2 RD=$3 DISK=$4 W=$5
-pass=0 fail=0
-ok() { echo "ok   - $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL - $1"; fail=$((fail + 1)); }
-show() { sed 's/^/    | /' "$@" | tail -n 25; }
+SHOW_LINES=25
+. "$(dirname "$0")/lib.sh"
 . "$W/expect"
 
 # boot NAME WANT_STATUS ARGS...: console in $W/con, stderr in $W/err.

@@ -4,7 +4,14 @@
 pass=0 fail=0
 ok() { echo "ok   - $1"; pass=$((pass + 1)); }
 bad() { echo "FAIL - $1"; fail=$((fail + 1)); }
-show() { sed 's/^/    | /' "$@" | tail -n 15; }
+show() { sed 's/^/    | /' "$@" | tail -n "${SHOW_LINES:-15}"; }
+# guest_detail CONSOLE: what a failed run leaves to go on, kept in the log:
+# the guest's last console lines and what the test host's KVM said lately
+# (a slow or stuck nested boot shows there first).
+guest_detail() {
+	[ -f "$1" ] && tail -n 40 "$1" | tr -d '\r' | sed 's/^/    console| /'
+	dmesg 2>/dev/null | grep -i 'kvm' | tail -n 10 | sed 's/^/    host kvm| /'
+}
 # has NAME FILE REGEX / hasnt NAME FILE REGEX (basic regular expressions)
 has() { if grep -q -- "$3" "$2"; then ok "$1"; else bad "$1: no '$3'"; show "$2"; fi; }
 hasnt() { if grep -q -- "$3" "$2"; then bad "$1: '$3' found"; show "$2"; else ok "$1"; fi; }
@@ -21,7 +28,7 @@ run() {
 	else
 		bad "$name: exit $st, expected $want"
 		show $W/out $W/err
-		[ -f $W/console ] && tail -n 20 $W/console | sed 's/^/    console| /'
+		guest_detail $W/console
 	fi
 }
 # jnum KEY FILE: a number from the JSON record on the last line of FILE

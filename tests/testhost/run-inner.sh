@@ -4,10 +4,7 @@
 HUSK=$1 T=$2
 W=/tmp/run-inner
 mkdir -p $W
-pass=0 fail=0
-ok() { echo "ok   - $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL - $1"; fail=$((fail + 1)); }
-show() { sed 's/^/    | /' "$@" | tail -n 15; }
+. "$(dirname "$0")/lib.sh"
 
 # run NAME WANT_STATUS ARGS...: stdout in $W/out, stderr in $W/err.
 run() {
@@ -20,14 +17,11 @@ run() {
 	else
 		bad "$name: exit $st, expected $want"
 		show $W/out $W/err
-		tail -n 20 $W/console | sed 's/^/    console| /'
+		guest_detail $W/console
 	fi
 }
 same() {	# same NAME FILE EXPECTED_TEXT
 	if [ "$(cat "$2")" = "$3" ]; then ok "$1"; else bad "$1: got '$(cat "$2")', want '$3'"; fi
-}
-has() {
-	if grep -q -- "$3" "$2"; then ok "$1"; else bad "$1: no '$3'"; show "$2"; fi
 }
 
 run "job as agentuser with both streams and its exit code" 3 \
@@ -64,6 +58,30 @@ echo "hello stdin" >$W/in
 same "stdin reaches the job" $W/out "hello stdin"
 
 run "command not found is 127" 127 -- /no/such/program
+
+# The VM's host cgroup: while the guest boots and guest-init sets the job
+# up, a CPU per vCPU and one more (at most the host's CPUs); from the job's
+# start, --cpus.
+ncpu=$(grep -c ^processor /proc/cpuinfo)
+want_boot=$(( (ncpu < 2 ? ncpu : 2) * 100000 ))
+"$HUSK" run --cpus 0.25 -- sh -c 'echo started; sleep 4' >$W/q.out 2>$W/q.err </dev/null &
+qpid=$!
+boot_q= job_q= i=0
+while [ $i -lt 600 ] && kill -0 $qpid 2>/dev/null; do
+	q=$(cat /sys/fs/cgroup/husk/vm-*/cpu.max 2>/dev/null | head -n 1)
+	if grep -q started $W/q.out; then
+		[ -n "$q" ] && job_q=$q && break
+	elif [ -n "$q" ] && [ -z "$boot_q" ]; then
+		boot_q=$q
+	fi
+	sleep 0.05
+	i=$((i + 1))
+done
+wait $qpid
+[ "$boot_q" = "$want_boot 100000" ] && ok "boot quota: $boot_q" ||
+	bad "boot quota: '$boot_q', want '$want_boot 100000' ($ncpu CPUs)"
+[ "$job_q" = "25000 100000" ] && ok "job quota from its start: $job_q" ||
+	bad "job quota: '$job_q', want '25000 100000'"
 
 "$HUSK" run --json -- sh -c 'echo hi' >$W/out 2>$W/err
 st=$?

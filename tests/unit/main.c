@@ -17,13 +17,13 @@
 static Suite *(*const suites[])(void) = {
 	guest_mem_suite, loader_suite, bootparams_suite, cmdline_suite,
 	cpuid_suite, mptable_suite, uart_suite, cli_suite,
-	cpu_suite, console_suite, json_suite,
+	cpu_suite, console_suite, json_suite, phase_suite, guest_prof_suite,
 	virtqueue_suite, virtio_mmio_suite, vsock_suite, proto_suite, tar_suite,
 	netpool_suite, virtio_net_suite, deny_file_suite,
 	dns_suite, dns_proxy_suite, dns_learn_suite, dns_helper_suite,
 	seccomp_suite,
 	cgroup_suite, jail_suite,
-	run_record_suite, util_suite, snapshot_suite, template_suite,
+	run_record_suite, util_suite, snapshot_suite, template_suite, session_suite,
 };
 
 static int skip_fd = -1;

@@ -25,6 +25,8 @@ Suite *cli_suite(void);
 Suite *cpu_suite(void);
 Suite *console_suite(void);
 Suite *json_suite(void);
+Suite *phase_suite(void);
+Suite *guest_prof_suite(void);
 
 Suite *virtqueue_suite(void);
 Suite *virtio_mmio_suite(void);
@@ -45,5 +47,6 @@ Suite *run_record_suite(void);
 Suite *util_suite(void);
 Suite *snapshot_suite(void);
 Suite *template_suite(void);
+Suite *session_suite(void);
 
 #endif

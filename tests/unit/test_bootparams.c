@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bootparams_x86.h"
-#include "guest_mem.h"
-#include "layout_x86.h"
-#include "loader_x86.h"
-#include "util.h"
+#include "x86/bootparams_x86.h"
+#include "machine/guest_mem.h"
+#include "x86/layout_x86.h"
+#include "x86/loader_x86.h"
+#include "lib/util.h"
 #include "suites.h"
 
 #define MIB (1ull << 20)

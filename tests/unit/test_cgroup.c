@@ -20,9 +20,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cgroup.h"
+#include "sandbox/cgroup.h"
 #include "suites.h"
-#include "util.h"
+#include "lib/util.h"
 
 #define MiB (1ull << 20)
 

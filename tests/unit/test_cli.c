@@ -17,8 +17,8 @@
 
 #include "cli.h"
 #include "cli_run.h"
-#include "cmdline.h"
-#include "util.h"
+#include "machine/cmdline.h"
+#include "lib/util.h"
 #include "suites.h"
 
 /*
@@ -426,21 +426,21 @@ static int parse_run(const char *const *args)
 START_TEST(run_minimal_defaults)
 {
 	ck_assert_int_eq(RUN("--", "sh", "-c", "exit 3"), 0);
-	ck_assert_int_eq(ro.argc, 3);
-	ck_assert_str_eq(ro.argv[0], "sh");
-	ck_assert_str_eq(ro.argv[2], "exit 3");
+	ck_assert_int_eq(ro.job.argc, 3);
+	ck_assert_str_eq(ro.job.argv[0], "sh");
+	ck_assert_str_eq(ro.job.argv[2], "exit 3");
 	ck_assert_uint_eq(ro.mem_mib, RUN_DEFAULT_MEM_MIB);
 	ck_assert_uint_eq(ro.vcpus, 1);
-	ck_assert_uint_eq(ro.timeout_sec, RUN_DEFAULT_TIMEOUT_SEC);
-	ck_assert_uint_eq(ro.workspace_mib, RUN_DEFAULT_WORKSPACE_MIB);
+	ck_assert_uint_eq(ro.job.timeout_sec, RUN_DEFAULT_TIMEOUT_SEC);
+	ck_assert_uint_eq(ro.job.workspace_mib, RUN_DEFAULT_WORKSPACE_MIB);
 	ck_assert_ptr_null(ro.kernel);
 	ck_assert_ptr_null(ro.rootfs);
-	ck_assert(!ro.stdin && !ro.json && !ro.get_always);
+	ck_assert(!ro.job.stdin && !ro.json && !ro.get_always);
 	/* Without "--" the command starts at the first non-option. */
 	ck_assert_int_eq(RUN("--timeout", "5", "ls", "-l"), 0);
-	ck_assert_uint_eq(ro.timeout_sec, 5);
-	ck_assert_int_eq(ro.argc, 2);
-	ck_assert_str_eq(ro.argv[1], "-l");
+	ck_assert_uint_eq(ro.job.timeout_sec, 5);
+	ck_assert_int_eq(ro.job.argc, 2);
+	ck_assert_str_eq(ro.job.argv[1], "-l");
 }
 END_TEST
 
@@ -456,9 +456,9 @@ START_TEST(run_all_options)
 	ck_assert_str_eq(ro.rootfs, "r");
 	ck_assert_uint_eq(ro.mem_mib, 1024);
 	ck_assert_uint_eq(ro.vcpus, 4);
-	ck_assert_uint_eq(ro.workspace_mib, 64);
-	ck_assert_uint_eq(ro.nr_env, 2);
-	ck_assert_str_eq(ro.env[1], "B=x=y");
+	ck_assert_uint_eq(ro.job.workspace_mib, 64);
+	ck_assert_uint_eq(ro.job.nr_env, 2);
+	ck_assert_str_eq(ro.job.env[1], "B=x=y");
 	ck_assert_uint_eq(ro.nr_put, 2);
 	ck_assert_str_eq(ro.put[0].host, "./in.txt");
 	ck_assert_str_eq(ro.put[0].guest, "data/in.txt");
@@ -468,7 +468,7 @@ START_TEST(run_all_options)
 	ck_assert_uint_eq(ro.nr_get, 1);
 	ck_assert_str_eq(ro.get[0].guest, "out");
 	ck_assert_str_eq(ro.get[0].host, "/tmp/res");
-	ck_assert(ro.get_always && ro.stdin && ro.json);
+	ck_assert(ro.get_always && ro.job.stdin && ro.json);
 	ck_assert_str_eq(ro.console, "c.log");
 }
 END_TEST
@@ -629,6 +629,50 @@ START_TEST(run_net_ipv6)
 			     "--allow", "[2001:db8::1]/128", "--", "true"), 0);
 	ck_assert_int_eq(ro.allow[0].family, AF_INET);
 	ck_assert_int_eq(ro.allow[1].family, AF_INET6);
+}
+END_TEST
+
+/* The rules in force are answered as text: what the parsers read back. */
+START_TEST(run_rule_format_round_trip)
+{
+	static const char *const allows[] = {
+		"198.51.100.1/32:tcp:8080", "10.0.0.0/8", "192.0.2.0/24:udp:53,1000-2000",
+		"0.0.0.0/0:icmp", "[2001:db8::]/32:tcp:443", "[::]/0", "203.0.113.0/24:any:1-1024",
+	};
+	struct run_allow a, b;
+	struct run_deny d, e;
+	char buf[256];
+	unsigned i;
+
+	for (i = 0; i < sizeof(allows) / sizeof(allows[0]); i++) {
+		ck_assert_int_eq(cli_parse_allow(allows[i], &a), 0);
+		cli_format_allow(&a, buf, sizeof(buf));
+		ck_assert_str_eq(buf, allows[i]);
+		ck_assert_int_eq(cli_parse_allow(buf, &b), 0);
+		ck_assert_mem_eq(&a, &b, sizeof(a));
+	}
+	/* A deny reads back as it was written. */
+	ck_assert_int_eq(cli_parse_deny("[fd00::]/8", &d), 0);
+	cli_format_deny(&d, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "[fd00::]/8");
+	ck_assert_int_eq(cli_parse_deny(buf, &e), 0);
+	ck_assert_mem_eq(&d, &e, sizeof(d));
+	ck_assert_int_eq(cli_check_allow_host("*.example.com"), 0);
+	ck_assert_int_ne(cli_check_allow_host("192.0.2.1"), 0);
+	ck_assert_int_ne(cli_check_allow_host("bad name"), 0);
+}
+END_TEST
+
+START_TEST(run_policy_fd)
+{
+	ck_assert_int_eq(RUN("--net", "egress", "--policy-fd", "5", "--", "true"), 0);
+	ck_assert_int_eq(ro.policy_fd, 5);
+	ck_assert_int_eq(RUN("--", "true"), 0);
+	ck_assert_int_eq(ro.policy_fd, -1);
+	assert_rejected(RUN("--policy-fd", "5", "--", "x"), "--policy-fd needs --net egress");
+	assert_rejected(RUN("--net", "egress", "--policy-fd", "2", "--", "x"), "--policy-fd");
+	assert_rejected(RUN("--net", "egress", "--policy-fd", "4", "--json-fd", "4", "--", "x"),
+			"already another option's fd");
 }
 END_TEST
 
@@ -1038,6 +1082,8 @@ Suite *cli_suite(void)
 	tcase_add_test(tc, run_deny);
 	tcase_add_test(tc, run_deny_rejected);
 	tcase_add_test(tc, run_allow_host);
+	tcase_add_test(tc, run_rule_format_round_trip);
+	tcase_add_test(tc, run_policy_fd);
 	tcase_add_test(tc, run_allow_host_rejected);
 	tcase_add_test(tc, run_allow_host_limit);
 	tcase_add_test(tc, run_jail_defaults);

@@ -6,8 +6,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "cmdline.h"
-#include "util.h"
+#include "machine/cmdline.h"
+#include "lib/util.h"
 #include "suites.h"
 
 START_TEST(init_empty)

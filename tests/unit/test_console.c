@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "console.h"
+#include "machine/console.h"
 #include "suites.h"
 
 #define BANNER CONSOLE_PANIC_BANNER

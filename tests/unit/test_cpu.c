@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu_x86.h"
-#include "layout_x86.h"
-#include "guest_mem.h"
+#include "x86/cpu_x86.h"
+#include "x86/layout_x86.h"
+#include "machine/guest_mem.h"
 #include "suites.h"
 
 #define RAM_SIZE (64u << 20)

@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "cpuid_x86.h"
-#include "util.h"
+#include "x86/cpuid_x86.h"
+#include "lib/util.h"
 #include "suites.h"
 
 #define SIG KVM_CPUID_FLAG_SIGNIFCANT_INDEX

@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "deny_file.h"
-#include "util.h"
+#include "net/deny_file.h"
+#include "lib/util.h"
 #include "suites.h"
 
 #define MAX_GOT 8

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "dns.h"
+#include "net/dns.h"
 #include "suites.h"
 
 /* A DNS message under construction. */

@@ -32,11 +32,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "dns_helper.h"
-#include "jail.h"
+#include "net/dns_helper.h"
+#include "sandbox/jail.h"
 #include "../proc_status.h"
 #include "suites.h"
-#include "util.h"
+#include "lib/util.h"
 
 /* The fake resolver: one A record 10.0.0.1 (TTL 5) for every query. */
 static struct {

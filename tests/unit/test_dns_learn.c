@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "dns_learn.h"
+#include "net/dns_learn.h"
 #include "suites.h"
 
 #define SEC 1000000ull

@@ -30,9 +30,9 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "dns_proxy.h"
+#include "net/dns_proxy.h"
 #include "suites.h"
-#include "util.h"
+#include "lib/util.h"
 
 enum up_mode { UP_NORMAL, UP_SILENT, UP_SPOOF, UP_BAD, UP_MANY };
 #define MANY 40			/* A records in an UP_MANY answer */

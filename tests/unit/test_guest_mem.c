@@ -5,13 +5,14 @@
  */
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "guest_mem.h"
-#include "util.h"
+#include "machine/guest_mem.h"
+#include "lib/util.h"
 #include "suites.h"
 
 #define RAM_SIZE (16u << 20)
@@ -211,10 +212,10 @@ START_TEST(alloc_rejects_too_small)
 	struct guest_mem m;
 
 	m.host = (void *)1;
-	ck_assert_int_eq(gmem_alloc(&m, GMEM_MIN_SIZE - 4096), -EINVAL);
+	ck_assert_int_eq(gmem_alloc(&m, GMEM_MIN_SIZE - 4096, true), -EINVAL);
 	ck_assert_ptr_null(m.host);
 	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "guest memory size"));
-	ck_assert_int_eq(gmem_alloc(&m, 0), -EINVAL);
+	ck_assert_int_eq(gmem_alloc(&m, 0, true), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "16 MiB"));
 }
 END_TEST
@@ -223,9 +224,9 @@ START_TEST(alloc_rejects_unaligned)
 {
 	struct guest_mem m;
 
-	ck_assert_int_eq(gmem_alloc(&m, (64u << 20) + 1), -EINVAL);
+	ck_assert_int_eq(gmem_alloc(&m, (64u << 20) + 1, true), -EINVAL);
 	ck_assert_ptr_null(m.host);
-	ck_assert_int_eq(gmem_alloc(&m, (64u << 20) - 2048), -EINVAL);
+	ck_assert_int_eq(gmem_alloc(&m, (64u << 20) - 2048, true), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "guest memory size"));
 }
 END_TEST
@@ -234,10 +235,10 @@ START_TEST(alloc_rejects_too_large)
 {
 	struct guest_mem m;
 
-	ck_assert_int_eq(gmem_alloc(&m, GMEM_MAX_SIZE + 4096), -EINVAL);
+	ck_assert_int_eq(gmem_alloc(&m, GMEM_MAX_SIZE + 4096, true), -EINVAL);
 	ck_assert_ptr_null(m.host);
 	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "65536 MiB"));
-	ck_assert_int_eq(gmem_alloc(&m, UINT64_MAX & ~0xfffull), -EINVAL);
+	ck_assert_int_eq(gmem_alloc(&m, UINT64_MAX & ~0xfffull, true), -EINVAL);
 }
 END_TEST
 
@@ -246,7 +247,7 @@ START_TEST(alloc_64m)
 	struct guest_mem m;
 	uint32_t v = 0xdeadbeef, back = 0;
 
-	ck_assert_int_eq(gmem_alloc(&m, 64u << 20), 0);
+	ck_assert_int_eq(gmem_alloc(&m, 64u << 20, true), 0);
 	ck_assert_ptr_nonnull(m.host);
 	ck_assert(m.mapped);
 	ck_assert_uint_eq(m.size, 64u << 20);
@@ -269,12 +270,54 @@ START_TEST(alloc_min_and_1g)
 {
 	struct guest_mem m;
 
-	ck_assert_int_eq(gmem_alloc(&m, GMEM_MIN_SIZE), 0);
+	ck_assert_int_eq(gmem_alloc(&m, GMEM_MIN_SIZE, true), 0);
 	ck_assert_uint_eq(m.low_size, GMEM_MIN_SIZE);
 	gmem_free(&m);
 	/* MAP_NORESERVE: a gigabyte of address space costs nothing until touched. */
-	ck_assert_int_eq(gmem_alloc(&m, 1ull << 30), 0);
+	ck_assert_int_eq(gmem_alloc(&m, 1ull << 30, true), 0);
 	ck_assert_ptr_nonnull(gmem_ptr(&m, (1ull << 30) - 1, 1));
+	gmem_free(&m);
+}
+END_TEST
+
+/* The hint a host's THP setting reads from /proc/self/smaps for a mapping. */
+static bool smaps_flag(const void *addr, const char *flag)
+{
+	char line[512], want[32];
+	unsigned long lo, hi, a = (unsigned long)addr;
+	bool in = false, found = false;
+	FILE *f = fopen("/proc/self/smaps", "r");
+
+	ck_assert_ptr_nonnull(f);
+	snprintf(want, sizeof(want), " %s", flag);
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+			in = a >= lo && a < hi;
+		else if (in && !strncmp(line, "VmFlags:", 8))
+			found = strstr(line, want) != NULL;
+	}
+	fclose(f);
+	return found;
+}
+
+/*
+ * 2 MiB aligned, so KVM can map huge pages of it; the hint follows the
+ * argument (hg: MADV_HUGEPAGE, nh: MADV_NOHUGEPAGE).
+ */
+START_TEST(alloc_huge_aligned)
+{
+	struct guest_mem m;
+
+	ck_assert_int_eq(gmem_alloc(&m, 64u << 20, true), 0);
+	ck_assert_uint_eq((uintptr_t)m.host & ((2u << 20) - 1), 0);
+	ck_assert(smaps_flag(m.host, "hg"));
+	ck_assert(!smaps_flag(m.host, "nh"));
+	gmem_free(&m);
+	ck_assert_int_eq(gmem_alloc(&m, (64u << 20) + 4096, false), 0);
+	ck_assert_uint_eq((uintptr_t)m.host & ((2u << 20) - 1), 0);
+	ck_assert(smaps_flag(m.host, "nh"));
+	ck_assert(!smaps_flag(m.host, "hg"));
+	ck_assert_ptr_nonnull(gmem_ptr(&m, 64u << 20, 4096));
 	gmem_free(&m);
 }
 END_TEST
@@ -299,7 +342,7 @@ START_TEST(image_save_and_map)
 	uint8_t *p;
 	int fd;
 
-	ck_assert_int_eq(gmem_alloc(&m, 32 << 20), 0);
+	ck_assert_int_eq(gmem_alloc(&m, 32 << 20, true), 0);
 	p = gmem_ptr(&m, 0x1000, 4096);
 	memset(p, 0xaa, 4096);
 	p = gmem_ptr(&m, (32 << 20) - 4096, 4096);
@@ -367,6 +410,7 @@ Suite *guest_mem_suite(void)
 	tcase_add_test(tc, alloc_rejects_too_large);
 	tcase_add_test(tc, alloc_64m);
 	tcase_add_test(tc, alloc_min_and_1g);
+	tcase_add_test(tc, alloc_huge_aligned);
 	tcase_add_test(tc, image_save_and_map);
 	suite_add_tcase(s, tc);
 	return s;

@@ -37,9 +37,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "jail.h"
+#include "sandbox/jail.h"
 #include "suites.h"
-#include "util.h"
+#include "lib/util.h"
 
 #define UID_BASE 2900000u	/* far from any account on a test machine */
 #define NOBODY 65534

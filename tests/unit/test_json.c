@@ -1,5 +1,5 @@
 /*
- * Unit tests for json: json_string() written into an open_memstream FILE.
+ * Unit tests for json: json_put_string() written into an open_memstream FILE.
  * Covers quoting of plain ASCII, escaping of '"' and '\\', \n and \t, other
  * control bytes and DEL as \u00XX, bytes >= 0x80 as \u00XX (guest text is
  * not trusted to be UTF-8), the empty string, and a guest panic line.
@@ -8,13 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
+#include "lib/json.h"
 #include "suites.h"
 
 static char *buf;
 static size_t size;
 
-/* json_string(s) as a malloc'd C string in buf. */
+/* json_put_string(s) as a malloc'd C string in buf. */
 static const char *enc(const char *s)
 {
 	FILE *f;
@@ -23,7 +23,7 @@ static const char *enc(const char *s)
 	buf = NULL;
 	f = open_memstream(&buf, &size);
 	ck_assert_ptr_nonnull(f);
-	json_string(f, s);
+	json_put_string(f, s);
 	ck_assert_int_eq(fclose(f), 0);
 	ck_assert_uint_eq(strlen(buf), size);
 	return buf;
@@ -105,7 +105,7 @@ START_TEST(appends_to_stream)
 	f = open_memstream(&buf, &size);
 	ck_assert_ptr_nonnull(f);
 	fputs("{\"detail\":", f);
-	json_string(f, "x\ny");
+	json_put_string(f, "x\ny");
 	fputc('}', f);
 	ck_assert_int_eq(fclose(f), 0);
 	ck_assert_str_eq(buf, "{\"detail\":\"x\\ny\"}");

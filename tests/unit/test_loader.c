@@ -18,10 +18,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "guest_mem.h"
-#include "layout_x86.h"
-#include "loader_x86.h"
-#include "util.h"
+#include "machine/guest_mem.h"
+#include "x86/layout_x86.h"
+#include "x86/loader_x86.h"
+#include "lib/util.h"
 #include "suites.h"
 
 #define RAM_SIZE (32u << 20)

@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "guest_mem.h"
-#include "layout_x86.h"
-#include "mptable_x86.h"
-#include "util.h"
+#include "machine/guest_mem.h"
+#include "x86/layout_x86.h"
+#include "x86/mptable_x86.h"
+#include "lib/util.h"
 #include "suites.h"
 
 #define RAM_SIZE (1u << 20)

@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "netpool.h"
+#include "net/netpool.h"
 #include "suites.h"
 
 static const char *ip(struct in_addr a)

@@ -13,9 +13,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "proto.h"
+#include "job/proto.h"
 #include "suites.h"
-#include "util.h"
+#include "lib/util.h"
 
 static int sv[2] = { -1, -1 };
 
@@ -103,8 +103,10 @@ START_TEST(hdr_unknown_type)
 	static const uint16_t known[] = {
 		P_HELLO, P_STARTED, P_STDOUT, P_STDERR, P_EXIT, P_FILES_OUT, P_DONE,
 		P_JOB, P_STDIN, P_FILES_IN, P_ERROR,
+		P_XSTARTED, P_XOUT, P_XEXIT, P_XFILES, P_XDONE, P_XERROR,
+		P_EXEC, P_XSTDIN, P_XSIGNAL, P_PUT, P_GET, P_END,
 	};
-	static const uint16_t unknown[] = { 0, 8, 15, 19, 31, 33, 0xffff };
+	static const uint16_t unknown[] = { 0, 14, 15, 25, 31, 33, 0xffff };
 	uint8_t b[PROTO_HDR_LEN];
 	struct proto_hdr h;
 	unsigned i;

@@ -14,10 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cgroup.h"
-#include "run_int.h"
+#include "sandbox/cgroup.h"
+#include "run/run_int.h"
 #include "suites.h"
-#include "util.h"
+#include "lib/util.h"
 
 static char *record(const struct run_result *r)
 {
@@ -65,6 +65,8 @@ static void assert_golden(const struct run_result *r, const char *name)
 
 static void base(struct run_result *r)
 {
+	int i;
+
 	memset(r, 0, sizeof(*r));
 	r->exit_code = 3;
 	r->job_started = r->job_exited = true;
@@ -83,6 +85,10 @@ static void base(struct run_result *r)
 	r->t_teardown = 1200000;
 	r->start_epoch_us = 1700000000000000ull;
 	r->t_restore_open = r->t_restore_vm = 12345;	/* not shown for a cold start */
+	for (i = 0; i < PH_NR; i++)
+		r->phases.us[i] = -1;
+	for (i = 0; i < IS_NR; i++)
+		r->guest_steps[i] = -1;
 }
 
 START_TEST(record_minimal)
@@ -104,6 +110,11 @@ START_TEST(record_full)
 	r.from_template = true;
 	r.t_restore_open = 2000;
 	r.t_restore_vm = 40000;
+	r.phases.us[PH_OPTIONS] = 80;
+	r.phases.us[PH_KVM_OPEN] = 3000;
+	r.phases.us[PH_FIRST_RUN] = 150000;
+	r.guest_steps[IS_KERNEL] = 610000;
+	r.guest_steps[IS_JOB_STARTED] = 700000;
 	r.job_exited = false;
 	r.timed_out = false;
 	r.stdout_dropped = 2;
@@ -151,6 +162,10 @@ START_TEST(record_full)
 	r.nr_dns_refused = 2;
 	snprintf(r.dns_refused[0], sizeof(r.dns_refused[0]), "exfil.example");
 	snprintf(r.dns_refused[1], sizeof(r.dns_refused[1]), "a\"b");
+	r.policy_changes = 2;
+	r.policy_log_full = true;
+	snprintf(r.policy_log, sizeof(r.policy_log),
+		 "{\"allow\":[\"192.0.2.0/24:tcp:443\"],\"at_ms\":1500}");
 	assert_golden(&r, "run-record-full.json");
 }
 END_TEST
@@ -172,6 +187,8 @@ START_TEST(report_import_clamps)
 	ck_assert_uint_le(strlen(r.error), sizeof(r.error) - 1);
 	ck_assert_int_eq(r.t_first_run, -1);
 	ck_assert_int_eq(r.t_exit, -1);
+	ck_assert_int_eq(r.guest_steps[IS_KERNEL], -1);
+	ck_assert_int_eq(r.guest_steps[IS_NR - 1], -1);
 	ck_assert_uint_le(r.stdout_dropped, r.stdout_bytes);
 
 	/* The error string has no NUL of its own: it is cut, not overrun. */
@@ -185,7 +202,11 @@ START_TEST(report_import_clamps)
 	v.t_job_end = 6000000;		/* later than the run has lasted */
 	v.stdout_bytes = 5;
 	v.stdout_dropped = 9;
+	v.guest_steps[IS_KERNEL] = 600000;
+	v.guest_steps[IS_HELLO] = 3600 * 1000000ll + 1;	/* no step of a start */
 	run_report_import(&r, &v, 5000000);
+	ck_assert_int_eq(r.guest_steps[IS_KERNEL], 600000);
+	ck_assert_int_eq(r.guest_steps[IS_HELLO], -1);
 	ck_assert(r.job_exited);
 	ck_assert_int_eq(r.job_code, 255);
 	ck_assert_uint_eq(strlen(r.error), sizeof(r.error) - 1);
@@ -231,6 +252,13 @@ START_TEST(chan_whole_or_refused)
 	/* The refused ones are gone: the next message is read normally. */
 	ck_assert_int_eq(send(sv[1], big, 10, 0), 10);
 	ck_assert_int_eq(run_chan_recv(sv[0], in, sizeof(in)), 10);
+	close(sv[1]);
+	ck_assert_int_eq(run_chan_recv(sv[0], in, sizeof(in)), -EPIPE);
+	close(sv[0]);
+
+	/* A peer gone with our message unread (a reset) is gone, not a failure. */
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	ck_assert_int_eq(send(sv[0], big, 4, 0), 4);
 	close(sv[1]);
 	ck_assert_int_eq(run_chan_recv(sv[0], in, sizeof(in)), -EPIPE);
 	close(sv[0]);

@@ -31,8 +31,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "seccomp.h"
-#include "util.h"
+#include "sandbox/seccomp.h"
+#include "lib/util.h"
 #include "suites.h"
 
 #define STATUS_SIGSYS (128 + SIGSYS)

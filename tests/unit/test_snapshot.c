@@ -8,9 +8,9 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "snapshot.h"
+#include "template/snapshot.h"
 #include "suites.h"
-#include "util.h"
+#include "lib/util.h"
 
 static void build(struct snap_writer *w)
 {

@@ -20,8 +20,8 @@
 #include <zlib.h>
 
 #include "suites.h"
-#include "tar.h"
-#include "util.h"
+#include "job/tar.h"
+#include "lib/util.h"
 
 /* ---- a minimal ustar + gzip builder for crafting streams ---- */
 

@@ -15,8 +15,8 @@
 #include <unistd.h>
 
 #include "suites.h"
-#include "template.h"
-#include "util.h"
+#include "template/template.h"
+#include "lib/util.h"
 
 #define MEM (16u << 20)
 

@@ -10,7 +10,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "uart.h"
+#include "machine/uart.h"
 #include "suites.h"
 
 struct rec {

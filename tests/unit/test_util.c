@@ -11,9 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "host_file.h"
+#include "lib/host_file.h"
 #include "suites.h"
-#include "util.h"
+#include "lib/util.h"
 
 START_TEST(escape_controls)
 {
@@ -173,6 +173,32 @@ START_TEST(output_owner)
 }
 END_TEST
 
+/* The directory itself gets the mode asked for; parents it makes, 0755. */
+START_TEST(mkdir_p_modes)
+{
+	char base[] = "/tmp/husk-mkdir-XXXXXX", path[256], mid[256];
+	struct stat st;
+	mode_t old = umask(0);
+
+	ck_assert_ptr_nonnull(mkdtemp(base));
+	snprintf(mid, sizeof(mid), "%s/a", base);
+	snprintf(path, sizeof(path), "%s/a/b", base);
+	ck_assert_int_eq(mkdir_p(path, 0700), 0);
+	ck_assert_int_eq(stat(mid, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0755);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0700);
+	/* Again: what exists is left as it is. */
+	ck_assert_int_eq(mkdir_p(path, 0755), 0);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0700);
+	umask(old);
+	rmdir(path);
+	rmdir(mid);
+	rmdir(base);
+}
+END_TEST
+
 Suite *util_suite(void)
 {
 	Suite *s = suite_create("util");
@@ -180,6 +206,7 @@ Suite *util_suite(void)
 	TCase *h = tcase_create("host_file");
 
 	tcase_add_test(e, escape_controls);
+	tcase_add_test(e, mkdir_p_modes);
 	tcase_add_checked_fixture(h, setup, teardown);
 	tcase_add_test(h, output_creates_and_truncates);
 	tcase_add_test(h, output_refuses_links_fifos_dirs);

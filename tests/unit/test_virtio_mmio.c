@@ -13,11 +13,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "snapshot.h"
-#include "util.h"
-#include "virtio_blk.h"
-#include "virtio_mmio.h"
-#include "vm.h"
+#include "template/snapshot.h"
+#include "lib/util.h"
+#include "virtio/virtio_blk.h"
+#include "virtio/virtio_mmio.h"
+#include "machine/vm.h"
 #include "suites.h"
 
 #define RAM_SIZE (1u << 20)

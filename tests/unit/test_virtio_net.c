@@ -16,10 +16,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "evloop.h"
-#include "virtio_mmio.h"
-#include "virtio_net.h"
-#include "vm.h"
+#include "machine/evloop.h"
+#include "virtio/virtio_mmio.h"
+#include "virtio/virtio_net.h"
+#include "machine/vm.h"
 #include "suites.h"
 
 #define RAM_SIZE (1u << 20)

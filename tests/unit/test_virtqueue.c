@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "guest_mem.h"
-#include "virtqueue.h"
+#include "machine/guest_mem.h"
+#include "virtio/virtqueue.h"
 #include "suites.h"
 
 #define RAM_SIZE (1u << 20)

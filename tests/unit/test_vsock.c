@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "suites.h"
-#include "vsock_conn.h"
+#include "virtio/vsock_conn.h"
 
 #define CID 42
 #define GPORT 1234

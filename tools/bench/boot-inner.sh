@@ -1,34 +1,55 @@
 #!/bin/sh
 # Inside the test host: boot each configuration RUNS times, interleaved so
-# drifting load hits every VMM alike, then summarise.
-#   boot-inner.sh ROOT KERNEL_DIR INITRD RUNS MEM_MIB QEMU
-ROOT=$1 K=$2 RD=$3 RUNS=$4 MEM=$5 QEMU=$6
+# drifting load hits every VMM alike, then summarise. Raw figures go to
+# stdout as "BOOT-RAW config marker_us=N ..." lines for the plot.
+#   boot-inner.sh ROOT KERNEL_DIR INITRD RUNS MEM_MIB QEMU [LKVM]
+ROOT=$1 K=$2 RD=$3 RUNS=$4 MEM=$5 QEMU=$6 LKVM=${7:-}
 T=$ROOT/tools/bench/boot-timer
 CMDLINE="console=ttyS0 reboot=k panic=-1 no_timer_check quiet"
 R=/tmp/bench
+rm -rf $R
 mkdir -p $R
 
 husk_run() {	# husk_run KERNEL
 	"$T" -- "$ROOT/husk" boot --kernel "$1" --initrd "$RD" --mem "$MEM" \
 		--cmdline quiet --timeout 120 2>/dev/null
 }
-qemu_run() {
+# QEMU's microvm: with vmlinux it enters through the PVH note (its fastest
+# path: no real-mode setup, no decompression); with bzImage it decompresses.
+qemu_run() {	# qemu_run KERNEL
 	"$T" --kill-after-marker -- "$QEMU" -M microvm,x-option-roms=off,acpi=off,rtc=on \
 		-enable-kvm -cpu host -m "$MEM" -smp 1 -nodefaults -no-user-config \
 		-display none -serial stdio -no-reboot \
-		-kernel "$K/bzImage" -initrd "$RD" -append "$CMDLINE"
+		-kernel "$1" -initrd "$RD" -append "$CMDLINE"
+}
+# A whole job at default options: husk run's record is its last output.
+run_true() {
+	"$T" --marker '"exit_code":0' -- "$ROOT/husk" run --json -- true 2>/dev/null </dev/null
+}
+# kvmtool boots bzImage (it has no PVH or vmlinux path).
+lkvm_run() {
+	"$T" --kill-after-marker -- "$LKVM" run --name bench$$ -k "$K/bzImage" -i "$RD" \
+		-m "$MEM" -c 1 --console serial --network mode=none -p quiet 2>/dev/null
 }
 
+configs="husk-vmlinux husk-bzimage qemu-microvm-pvh qemu-microvm-bzimage husk-run-true"
+[ -n "$LKVM" ] && configs="$configs kvmtool-bzimage"
 i=0
 while [ $i -lt "$RUNS" ]; do
 	husk_run "$K/vmlinux" >>$R/husk-vmlinux
 	husk_run "$K/bzImage" >>$R/husk-bzimage
-	qemu_run >>$R/qemu-microvm
+	qemu_run "$K/vmlinux" >>$R/qemu-microvm-pvh
+	qemu_run "$K/bzImage" >>$R/qemu-microvm-bzimage
+	[ -n "$LKVM" ] && lkvm_run >>$R/kvmtool-bzimage
+	run_true >>$R/husk-run-true
 	i=$((i + 1))
+done
+for c in $configs; do
+	sed "s/^/BOOT-RAW $c /" $R/$c
 done
 
 stat() {	# stat FILE FIELD -> "median p90"
-	sed -n "s/.*$2=\\([-0-9]*\\).*/\\1/p" "$1" | sort -n | awk '
+	sed -n "s/.*$2=\\([-0-9]*\\).*/\\1/p" "$1" | grep -v '^-' | sort -n | awk '
 		{ v[NR] = $1 }
 		END {
 			if (!NR) { print "- -"; exit }
@@ -37,20 +58,30 @@ stat() {	# stat FILE FIELD -> "median p90"
 			print v[m], v[p]
 		}'
 }
+ms() { awk "BEGIN{ if (\"$1\" == \"-\") print \"-\"; else printf \"%.1f\", $1/${2:-1000} }"; }
 echo
 echo "time from VMM spawn to the guest's init marker, $RUNS runs each, $MEM MiB, 1 vCPU"
+echo "(husk-run-true: husk run --json -- true at default options, spawn to its record)"
 printf '%-26s %12s %12s %14s %8s\n' config "median ms" "p90 ms" "peak RSS MiB" failed
-for c in husk-vmlinux husk-bzimage qemu-microvm; do
+for c in $configs; do
 	set -- $(stat $R/$c marker_us)
 	med=$1 p90=$2
 	set -- $(stat $R/$c maxrss_kib)
 	rss=$1
 	nf=$(grep -c 'marker_us=-1' $R/$c)
-	printf '%-26s %12s %12s %14s %8s\n' "$c" \
-		"$(awk "BEGIN{printf \"%.1f\", $med/1000}")" "$(awk "BEGIN{printf \"%.1f\", $p90/1000}")" \
-		"$(awk "BEGIN{printf \"%.1f\", $rss/1024}")" "$nf"
+	printf '%-26s %12s %12s %14s %8s\n' "$c" "$(ms $med)" "$(ms $p90)" "$(ms $rss 1024)" "$nf"
 	eval "med_$(echo $c | tr - _)=$med rss_$(echo $c | tr - _)=$rss"
 done
+[ -n "$LKVM" ] || echo "kvmtool: skipped (no lkvm; build one with tools/build-kvmtool SRC)"
 echo
-awk "BEGIN{printf \"ratio qemu-microvm / husk (same bzImage): time-to-init %.2fx, peak RSS %.2fx\n\", $med_qemu_microvm/$med_husk_bzimage, $rss_qemu_microvm/$rss_husk_bzimage}"
-awk "BEGIN{printf \"ratio qemu-microvm / husk-vmlinux:         time-to-init %.2fx\n\", $med_qemu_microvm/$med_husk_vmlinux}"
+ratio() {	# ratio LABEL NUM DEN
+	awk "BEGIN{ if (\"$2\" == \"\" || \"$3\" == \"\" || \"$2\" == \"-\" || \"$3\" == \"-\") print \"$1: -\";
+		else printf \"%s: %.2fx\n\", \"$1\", $2/$3 }"
+}
+ratio "husk-vmlinux / qemu-microvm-pvh (its fastest path), time to init" "$med_husk_vmlinux" "$med_qemu_microvm_pvh"
+[ -n "$LKVM" ] && ratio "husk-vmlinux / kvmtool-bzimage, time to init" "$med_husk_vmlinux" "$med_kvmtool_bzimage"
+ratio "husk-bzimage / qemu-microvm-bzimage (same bzImage), time to init" "$med_husk_bzimage" "$med_qemu_microvm_bzimage"
+[ -n "$LKVM" ] && ratio "husk-bzimage / kvmtool-bzimage (same bzImage), time to init" "$med_husk_bzimage" "$med_kvmtool_bzimage"
+ratio "husk-vmlinux / qemu-microvm-pvh, peak RSS" "$rss_husk_vmlinux" "$rss_qemu_microvm_pvh"
+ratio "husk run -- true end to end / husk-vmlinux time to init" "$med_husk_run_true" "$med_husk_vmlinux"
+true

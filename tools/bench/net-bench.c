@@ -35,11 +35,11 @@
 
 #include <bpf/bpf.h>
 
-#include "egress.h"
-#include "netlink.h"
-#include "netpool.h"
-#include "tap.h"
-#include "util.h"
+#include "net/egress.h"
+#include "net/netlink.h"
+#include "net/netpool.h"
+#include "net/tap.h"
+#include "lib/util.h"
 
 #define L2		14
 #define SINK_PORT	5555

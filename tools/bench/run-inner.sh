@@ -9,7 +9,7 @@ while [ $i -lt "$RUNS" ]; do
 	"$ROOT/tools/bench/boot-timer" --marker '"exit_code":0' --output $R/json -- \
 		"$ROOT/husk" run --json -- true >$R/one 2>/dev/null
 	rss=$(sed -n 's/.*maxrss_kib=\([0-9]*\).*/\1/p' $R/one)
-	grep '^{' $R/json | sed 's/.*"timings_us":{//; s/[{}]//g' | tr ',' '\n' |
+	grep '^{' $R/json | sed 's/.*"timings_us":{//; s/}.*//' | tr ',' '\n' |
 		sed 's/"//g; s/:/ /' | while read -r k v; do echo "$k $v"; done >$R/t
 	for k in first_kvm_run init job_start job_end vm_exit teardown; do
 		echo "$(sed -n "s/^$k //p" $R/t)" >>$R/$k

@@ -19,7 +19,7 @@ one() {
 	"$T" --marker '"exit_code":0' --output $R/json -- "$HUSK" run --json $OPT "$@" -- true \
 		>$R/one 2>/dev/null
 	sed -n 's/.*exit_us=\([0-9]*\).*/\1/p' $R/one >>$R/$kind.exit
-	grep '^{' $R/json | sed 's/.*"timings_us":{//; s/[{}]//g' | tr ',' '\n' |
+	grep '^{' $R/json | sed 's/.*"timings_us":{//; s/}.*//' | tr ',' '\n' |
 		sed 's/"//g; s/:/ /' >$R/t
 	for k in $PHASES; do
 		v=$(sed -n "s/^$k //p" $R/t)

@@ -1,0 +1,233 @@
+/*
+ * util: error reporting, clocks and small file helpers shared by every module.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib/util.h"
+
+static __thread char lasterr[512];
+int husk_verbose;
+
+int husk_seterr(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	char tmp[sizeof(lasterr)];
+
+	/* Format aside first: callers may pass husk_lasterr() as an argument. */
+	va_start(ap, fmt);
+	vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	memcpy(lasterr, tmp, sizeof(lasterr));
+	return err > 0 ? -err : err;
+}
+
+const char *husk_lasterr(void)
+{
+	return lasterr[0] ? lasterr : "unknown error";
+}
+
+size_t husk_escape(char *out, size_t cap, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t n = 0;
+
+	if (!cap)
+		return 0;
+	for (; *s && n + 4 < cap; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c >= 0x20 && c < 0x7f) {
+			out[n++] = c;
+			continue;
+		}
+		out[n++] = '\\';
+		out[n++] = 'x';
+		out[n++] = hex[c >> 4];
+		out[n++] = hex[c & 15];
+	}
+	if (*s && n + 1 < cap)
+		out[n++] = '.';	/* cut: long messages end in a dot */
+	out[n] = '\0';
+	return n;
+}
+
+void husk_msg(const char *fmt, ...)
+{
+	char line[1024], safe[1100];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	/* Messages carry names the guest chose: no terminal escapes get through. */
+	husk_escape(safe, sizeof(safe), line);
+	/* One write per message so lines from several threads do not interleave. */
+	fprintf(stderr, "husk: %s\n", safe);
+}
+
+void husk_debug(const char *fmt, ...)
+{
+	char line[1024], safe[1100];
+	va_list ap;
+
+	if (!husk_verbose)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	husk_escape(safe, sizeof(safe), line);
+	fprintf(stderr, "husk: debug: %s\n", safe);
+}
+
+static uint64_t clock_us(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+uint64_t now_us(void)
+{
+	return clock_us(CLOCK_MONOTONIC);
+}
+
+uint64_t wall_us(void)
+{
+	return clock_us(CLOCK_REALTIME);
+}
+
+int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!s || !*s || *s == '-' || *s == '+')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end)
+		return errno == ERANGE ? -ERANGE : -EINVAL;
+	if (v < min || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+int read_exact_at(int fd, void *dst, uint64_t len, uint64_t off)
+{
+	uint8_t *d = dst;
+
+	while (len) {
+		ssize_t n = pread(fd, d, len > (1u << 30) ? (1u << 30) : len, off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		d += n;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+int write_all_at(int fd, const void *p, size_t n, uint64_t off)
+{
+	const uint8_t *b = p;
+
+	while (n) {
+		ssize_t w = pwrite(fd, b, n, off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		b += w;
+		off += w;
+		n -= w;
+	}
+	return 0;
+}
+
+void write_best_effort(int fd, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	while (n && fd >= 0) {
+		ssize_t w = write(fd, b, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		b += w;
+		n -= w;
+	}
+}
+
+int stop_signalfd(void)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+int mkdir_p(const char *path, unsigned mode)
+{
+	char buf[PATH_MAX];
+	size_t len = strlen(path);
+	char *p, c;
+
+	if (!len || len >= sizeof(buf))
+		return husk_seterr(ENAMETOOLONG, "bad directory path '%s'", path);
+	memcpy(buf, path, len + 1);
+	for (p = buf + 1;; p++) {
+		if (*p != '/' && *p)
+			continue;
+		c = *p;
+		*p = '\0';
+		/* Parents as mkdir -p -m makes them: others may pass through. */
+		if (mkdir(buf, c ? 0755 : mode) && errno != EEXIST)
+			return husk_seterr(errno, "cannot create %s: %s", buf, strerror(errno));
+		*p = c;
+		if (!c)
+			return 0;
+	}
+}
+
+void rm_tree_at(int parent, const char *name)
+{
+	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d;
+	struct dirent *de;
+
+	if (fd >= 0 && (d = fdopendir(fd))) {
+		while ((de = readdir(d)))
+			if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+				rm_tree_at(dirfd(d), de->d_name);
+		closedir(d);
+		unlinkat(parent, name, AT_REMOVEDIR);
+		return;
+	}
+	if (fd >= 0)
+		close(fd);
+	unlinkat(parent, name, 0);
+}

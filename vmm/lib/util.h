@@ -1,0 +1,73 @@
+/*
+ * util: error reporting, clocks and small file helpers shared by every module.
+ *
+ * Library functions return -errno and describe the failure with husk_seterr();
+ * the caller that talks to the user prints husk_lasterr() with its own context.
+ * The message is thread-local so vCPU threads never clobber each other's text.
+ */
+#ifndef HUSK_UTIL_H
+#define HUSK_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Record why the current operation failed; returns -err for tail calls. */
+int husk_seterr(int err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+const char *husk_lasterr(void);
+
+/*
+ * Copy s into out (cap bytes, always NUL-terminated) with every byte that is
+ * not printable ASCII written as \xNN; returns the length written.
+ */
+size_t husk_escape(char *out, size_t cap, const char *s);
+
+/* Messages to stderr, prefixed with "husk: ", escaped with husk_escape(). */
+void husk_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+extern int husk_verbose;
+void husk_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* CLOCK_MONOTONIC and CLOCK_REALTIME in microseconds. */
+uint64_t now_us(void);
+uint64_t wall_us(void);
+
+/*
+ * Read exactly len bytes of an open file from offset off into dst (which may
+ * be guest RAM); a short file is -EIO.
+ */
+int read_exact_at(int fd, void *dst, uint64_t len, uint64_t off);
+
+/* pwrite all of p at off; -errno (or -EIO on a write of 0 bytes). */
+int write_all_at(int fd, const void *p, size_t n, uint64_t off);
+
+/*
+ * Write all of p unless the fd fails: output sinks (console, job output)
+ * must never stop a VM because their reader went away.
+ */
+void write_best_effort(int fd, const void *p, size_t n);
+
+/*
+ * A non-blocking signalfd for the signals that ask husk to stop (SIGINT,
+ * SIGTERM, SIGHUP); they must already be blocked in every thread.
+ */
+int stop_signalfd(void);
+
+/* Parse a decimal unsigned integer in [min, max]; -EINVAL/-ERANGE. */
+int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+
+/*
+ * mkdir -p: path itself with mode, parents it creates 0755 (so a private
+ * /run/husk/uids does not make /run/husk private); -errno naming the part
+ * that failed.
+ */
+int mkdir_p(const char *path, unsigned mode);
+
+/*
+ * Remove name under parent and everything below it, never following a
+ * symbolic link out of the tree. Best effort: errors are ignored.
+ */
+void rm_tree_at(int parent, const char *name);
+
+#endif

@@ -1,0 +1,579 @@
+/*
+ * vm: one microVM and its vCPU threads. See vm.h.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "x86/bootparams_x86.h"
+#include "machine/cmdline.h"
+#include "x86/cpu_x86.h"
+#include "machine/guest_prof.h"
+#include "x86/layout_x86.h"
+#include "x86/mptable_x86.h"
+#include "machine/phase.h"
+#include "sandbox/seccomp.h"
+#include "lib/util.h"
+#include "virtio/virtio_blk.h"
+#include "virtio/virtio_net.h"
+#include "virtio/virtio_rng.h"
+#include "virtio/virtio_vsock.h"
+#include "machine/vm.h"
+#include "template/vm_snapshot.h"
+
+#define INITRD_MAX_FILE (1u << 30)
+
+static const char *const reason_names[] = {
+	[VM_RUNNING] = "running",
+	[VM_STOP_POWEROFF] = "poweroff",
+	[VM_STOP_RESET] = "reset",
+	[VM_STOP_PANIC] = "panic",
+	[VM_STOP_CRASH] = "crash",
+	[VM_STOP_HOST_ERROR] = "host-error",
+	[VM_STOP_TIMEOUT] = "timeout",
+	[VM_STOP_SIGNAL] = "signal",
+	[VM_STOP_SAVED] = "saved",
+};
+
+const char *vm_reason_name(enum vm_stop_reason r)
+{
+	if ((unsigned)r < ARRAY_SIZE(reason_names) && reason_names[r])
+		return reason_names[r];
+	return "unknown";
+}
+
+static int vm_ioctl(struct vm *vm, unsigned long req, void *arg, const char *name)
+{
+	if (ioctl(vm->fd, req, arg) < 0)
+		return husk_seterr(errno, "%s: %s", name, strerror(errno));
+	return 0;
+}
+
+static int set_memory(struct vm *vm)
+{
+	struct kvm_userspace_memory_region r = {
+		.slot = 0,
+		.guest_phys_addr = 0,
+		.memory_size = vm->mem.low_size,
+		.userspace_addr = (uint64_t)(uintptr_t)vm->mem.host,
+	};
+	int err;
+
+	err = vm_ioctl(vm, KVM_SET_USER_MEMORY_REGION, &r, "KVM_SET_USER_MEMORY_REGION (low)");
+	if (err || !vm->mem.high_size)
+		return err;
+	r.slot = 1;
+	r.guest_phys_addr = GMEM_HOLE_END;
+	r.memory_size = vm->mem.high_size;
+	r.userspace_addr = (uint64_t)(uintptr_t)(vm->mem.host + vm->mem.low_size);
+	return vm_ioctl(vm, KVM_SET_USER_MEMORY_REGION, &r, "KVM_SET_USER_MEMORY_REGION (high)");
+}
+
+static int create_machine(struct vm *vm)
+{
+	uint64_t ident = KVM_IDENTITY_MAP_GPA;
+	struct kvm_pit_config pit = { .flags = KVM_PIT_SPEAKER_DUMMY };
+	int err;
+
+	vm->fd = ioctl(vm->kvm.fd, KVM_CREATE_VM, 0);
+	if (vm->fd < 0)
+		return husk_seterr(errno, "KVM_CREATE_VM: %s", strerror(errno));
+	/* Intel VMX needs these pages for real-mode emulation; harmless elsewhere. */
+	if (ioctl(vm->fd, KVM_SET_TSS_ADDR, (unsigned long)KVM_TSS_GPA) < 0)
+		return husk_seterr(errno, "KVM_SET_TSS_ADDR: %s", strerror(errno));
+	if (kvm_cap(&vm->kvm, KVM_CAP_SET_IDENTITY_MAP_ADDR) &&
+	    ioctl(vm->fd, KVM_SET_IDENTITY_MAP_ADDR, &ident) < 0)
+		return husk_seterr(errno, "KVM_SET_IDENTITY_MAP_ADDR: %s", strerror(errno));
+	err = vm_ioctl(vm, KVM_CREATE_IRQCHIP, NULL, "KVM_CREATE_IRQCHIP");
+	if (!err)
+		err = vm_ioctl(vm, KVM_CREATE_PIT2, &pit, "KVM_CREATE_PIT2");
+	return err;
+}
+
+/* Open a regular file the user named, with a message that names it. */
+static int open_input(const char *what, const char *path, uint64_t max, uint64_t *size)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return husk_seterr(errno, "cannot open %s %s: %s", what, path, strerror(errno));
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return husk_seterr(EINVAL, "%s %s is not a regular file", what, path);
+	}
+	if ((uint64_t)st.st_size > max) {
+		close(fd);
+		return husk_seterr(EFBIG, "%s %s is too large (%lld bytes, limit %llu)", what,
+				   path, (long long)st.st_size, (unsigned long long)max);
+	}
+	*size = st.st_size;
+	return fd;
+}
+
+static int load_initrd(struct vm *vm, const char *path, uint64_t *gpa, uint64_t *len)
+{
+	int fd, err;
+
+	fd = open_input("initrd", path, INITRD_MAX_FILE, len);
+	if (fd < 0)
+		return fd;
+	err = initrd_addr_x86(&vm->mem, &vm->kernel, *len, gpa);
+	if (err)
+		err = husk_seterr(err, "initrd %s: %s", path, husk_lasterr());
+	else if ((err = read_exact_at(fd, gmem_ptr(&vm->mem, *gpa, *len), *len, 0)))
+		err = husk_seterr(err, "cannot read initrd %s: %s", path, strerror(-err));
+	close(fd);
+	return err;
+}
+
+static int load_guest(struct vm *vm, const struct vm_config *cfg)
+{
+	char cmdbuf[CMDLINE_MAX];
+	struct cmdline cl;
+	uint64_t rd_gpa = 0, rd_len = 0, size;
+	int fd, err;
+
+	fd = open_input("kernel", cfg->kernel_path, KERNEL_MAX_FILE, &size);
+	if (fd < 0)
+		return fd;
+	err = load_kernel_fd_x86(&vm->mem, fd, &vm->kernel);
+	close(fd);
+	if (err)
+		return husk_seterr(err, "kernel %s: %s", cfg->kernel_path, husk_lasterr());
+	if (cfg->initrd_path) {
+		err = load_initrd(vm, cfg->initrd_path, &rd_gpa, &rd_len);
+		if (err)
+			return err;
+	}
+
+	cmdline_init(&cl, cmdbuf, vm->kernel.cmdline_max);
+	err = cmdline_append(&cl, CMDLINE_BASE);
+	if (!err && vm->dev_cmdline[0])
+		err = cmdline_append(&cl, vm->dev_cmdline + 1);	/* skip the leading space */
+	if (!err && cfg->cmdline)
+		err = cmdline_append(&cl, cfg->cmdline);
+	if (err)
+		return err;
+	err = bootparams_write_x86(&vm->mem, &vm->kernel, cmdbuf, rd_gpa, rd_len);
+	if (!err)
+		err = mptable_write_x86(&vm->mem, EBDA_GPA, vm->nr_vcpus);
+	if (!err)
+		err = boot_tables_write_x86(&vm->mem);
+	husk_debug("kernel entry 0x%llx, cmdline \"%s\"",
+		   (unsigned long long)vm->kernel.entry, cmdbuf);
+	return err;
+}
+
+/* virtio-mmio devices; before load_guest, which announces them on the cmdline. */
+static int create_devices(struct vm *vm, const struct vm_config *cfg)
+{
+	int err = 0;
+
+	if (cfg->rootfs_path)
+		err = virtio_blk_create(vm, cfg->rootfs_path, true);
+	if (!err && cfg->rng)
+		err = virtio_rng_create(vm);
+	if (!err && cfg->vsock_uds)
+		err = virtio_vsock_create(vm, cfg->guest_cid, cfg->vsock_uds);
+	/* virtio_net_create owns the tap fd from here, also on failure. */
+	if (!err && cfg->net_tap_fd >= 0)
+		err = virtio_net_create(vm, cfg->net_tap_fd, cfg->net_mac);
+	else if (cfg->net_tap_fd >= 0)
+		close(cfg->net_tap_fd);
+	return err;
+}
+
+static int create_vcpus(struct vm *vm, bool boot)
+{
+	struct cpu_config cc;
+	unsigned i;
+	int khz, err;
+
+	for (i = 0; i < vm->nr_vcpus; i++) {
+		struct vcpu *v = &vm->vcpus[i];
+		void *run;
+
+		v->vm = vm;
+		v->id = i;
+		v->fd = ioctl(vm->fd, KVM_CREATE_VCPU, (unsigned long)i);
+		if (v->fd < 0)
+			return husk_seterr(errno, "KVM_CREATE_VCPU %u: %s", i, strerror(errno));
+		run = mmap(NULL, vm->kvm.vcpu_mmap_size, PROT_READ | PROT_WRITE,
+			   MAP_SHARED, v->fd, 0);
+		if (run == MAP_FAILED)
+			return husk_seterr(errno, "mmap of vCPU %u run area: %s", i, strerror(errno));
+		v->run = run;
+	}
+	khz = ioctl(vm->vcpus[0].fd, KVM_GET_TSC_KHZ, 0);
+	vm->tsc_khz = khz > 0 ? (uint32_t)khz : 0;
+	if (!boot)
+		return 0;	/* a restore sets every register from the template */
+	cc.supported = vm->kvm.cpuid;
+	cc.nr_vcpus = vm->nr_vcpus;
+	cc.tsc_khz = vm->tsc_khz;
+	cc.entry = vm->kernel.entry;
+	cc.have_xcrs = vm->kvm.have_xcrs;
+	cc.tsc_deadline = kvm_cap(&vm->kvm, KVM_CAP_TSC_DEADLINE_TIMER) > 0;
+	for (i = 0; i < vm->nr_vcpus; i++) {
+		err = cpu_setup_x86(vm->vcpus[i].fd, i, &cc);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+int vm_create(struct vm *vm, const struct vm_config *cfg, uint64_t start_us)
+{
+	unsigned i;
+	int err;
+
+	memset(vm, 0, sizeof(*vm));
+	vm->fd = -1;
+	vm->stop_fd = -1;
+	vm->kvm.fd = -1;
+	for (i = 0; i < VM_MAX_VCPUS; i++)
+		vm->vcpus[i].fd = -1;
+	vm->t.start = start_us;
+	pthread_mutex_init(&vm->dev_lock, NULL);
+	pthread_mutex_init(&vm->stop_lock, NULL);
+	console_init(&vm->console, cfg->console_fd);
+	err = evloop_init(&vm->loop);
+	if (err)
+		return err;
+	vm->seccomp = cfg->seccomp;
+	vm->loop.seccomp = cfg->seccomp;
+	if (cfg->boot_timer && cfg->restore)
+		return husk_seterr(EINVAL, "the boot timer is for booting, not for restoring");
+	vm->boot_timer = cfg->boot_timer;
+	vm->virtio_first = cfg->boot_timer ? 1 : 0;
+
+	if (cfg->nr_vcpus < 1 || cfg->nr_vcpus > VM_MAX_VCPUS)
+		return husk_seterr(EINVAL, "vCPU count %u is outside 1..%d",
+				   cfg->nr_vcpus, VM_MAX_VCPUS);
+	vm->nr_vcpus = cfg->nr_vcpus;
+	vm->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (vm->stop_fd < 0)
+		return husk_seterr(errno, "eventfd: %s", strerror(errno));
+
+	err = kvm_open(&vm->kvm, KVM_DEVICE_PATH);
+	if (err)
+		return err;
+	phase_mark(PH_KVM_OPEN);
+	if ((int)vm->nr_vcpus > vm->kvm.max_vcpus)
+		return husk_seterr(EINVAL, "this host's KVM supports at most %d vCPUs",
+				   vm->kvm.max_vcpus);
+	err = create_machine(vm);
+	if (err)
+		return err;
+	phase_mark(PH_VM_CREATE);
+	if (cfg->restore)
+		err = gmem_map_file(&vm->mem, cfg->restore->mem_fd, cfg->mem_bytes);
+	else
+		err = gmem_alloc(&vm->mem, cfg->mem_bytes, !cfg->no_hugepages);
+	if (!err)
+		err = set_memory(vm);
+	if (err)
+		return err;
+	phase_mark(PH_MEMORY);
+	err = create_devices(vm, cfg);
+	if (err)
+		return err;
+	phase_mark(PH_DEVICES);
+	if (!cfg->restore) {
+		err = load_guest(vm, cfg);
+		if (err)
+			return err;
+		phase_mark(PH_LOAD);
+	}
+	err = create_vcpus(vm, !cfg->restore);
+	if (err)
+		return err;
+	devices_init_x86(vm);
+	phase_mark(PH_VCPUS);
+	if (cfg->restore) {
+		err = vm_restore_state(vm, cfg->restore);
+		if (err)
+			return err;
+		phase_mark(PH_RESTORE);
+	}
+	return 0;
+}
+
+void vm_stop(struct vm *vm, enum vm_stop_reason r, int status, const char *fmt, ...)
+{
+	uint64_t one = 1;
+	unsigned i;
+	va_list ap;
+
+	pthread_mutex_lock(&vm->stop_lock);
+	if (vm->reason != VM_RUNNING) {
+		pthread_mutex_unlock(&vm->stop_lock);
+		return;
+	}
+	vm->reason = r;
+	vm->guest_status = status;
+	vm->t.exit = now_us();
+	va_start(ap, fmt);
+	vsnprintf(vm->detail, sizeof(vm->detail), fmt, ap);
+	va_end(ap);
+	pthread_mutex_unlock(&vm->stop_lock);
+
+	/* immediate_exit makes a vCPU that is just entering KVM_RUN leave at once. */
+	for (i = 0; i < vm->nr_vcpus; i++) {
+		struct vcpu *v = &vm->vcpus[i];
+
+		if (v->run)
+			__atomic_store_n(&v->run->immediate_exit, 1, __ATOMIC_SEQ_CST);
+		if (v->started && !pthread_equal(v->thread, pthread_self()))
+			pthread_kill(v->thread, VCPU_KICK_SIGNAL);
+	}
+	if (write(vm->stop_fd, &one, sizeof(one)) < 0)
+		husk_debug("stop eventfd write failed: %s", strerror(errno));
+}
+
+void vm_sample_vcpu0(struct vm *vm)
+{
+	struct vcpu *v = &vm->vcpus[0];
+
+	if (vm->prof && v->started)
+		pthread_kill(v->thread, VCPU_KICK_SIGNAL);
+}
+
+static bool stopping(struct vm *vm)
+{
+	return __atomic_load_n(&vm->reason, __ATOMIC_ACQUIRE) != VM_RUNNING;
+}
+
+static const char *suberror_name(uint32_t e)
+{
+	switch (e) {
+	case KVM_INTERNAL_ERROR_EMULATION:
+		return "instruction emulation failed";
+	case KVM_INTERNAL_ERROR_SIMUL_EX:
+		return "exception while delivering an exception";
+	case KVM_INTERNAL_ERROR_DELIVERY_EV:
+		return "event delivery failed";
+	default:
+		return "unknown suberror";
+	}
+}
+
+/* Describe an instruction KVM could not run: where, and its bytes. */
+static void report_internal_error(struct vcpu *v)
+{
+	struct kvm_run *run = v->run;
+	struct kvm_translation tr = { 0 };
+	struct kvm_regs regs;
+	char bytes[3 * 16 + 1] = "";
+	uint8_t *code;
+	unsigned i;
+
+	if (ioctl(v->fd, KVM_GET_REGS, &regs) < 0)
+		memset(&regs, 0, sizeof(regs));
+	tr.linear_address = regs.rip;
+	if (ioctl(v->fd, KVM_TRANSLATE, &tr) == 0 && tr.valid) {
+		code = gmem_ptr(&v->vm->mem, tr.physical_address, 16);
+		for (i = 0; code && i < 16; i++)
+			snprintf(bytes + 3 * i, 4, "%02x ", code[i]);
+	}
+	vm_stop(v->vm, VM_STOP_CRASH, 0,
+		"KVM internal error (%s) on vCPU %u at rip 0x%llx (gpa 0x%llx), "
+		"instruction bytes: %s%s", suberror_name(run->internal.suberror), v->id,
+		(unsigned long long)regs.rip, (unsigned long long)tr.physical_address,
+		bytes[0] ? bytes : "(unreadable)",
+		v->vm->kvm.pvm ? "; this host's KVM is PVM, which cannot emulate this "
+		"instruction in guest kernel mode: use hardware KVM (VT-x/AMD-V)" : "");
+}
+
+static void handle_io(struct vcpu *v)
+{
+	struct kvm_run *run = v->run;
+	uint8_t *data = (uint8_t *)run + run->io.data_offset;
+	unsigned i;
+
+	for (i = 0; i < run->io.count; i++, data += run->io.size)
+		pio_x86(v, run->io.port, run->io.direction == KVM_EXIT_IO_OUT, data,
+			run->io.size);
+}
+
+static void handle_system_event(struct vcpu *v)
+{
+	switch (v->run->system_event.type) {
+	case KVM_SYSTEM_EVENT_SHUTDOWN:
+		vm_stop(v->vm, VM_STOP_POWEROFF, 0, "guest powered off");
+		break;
+	case KVM_SYSTEM_EVENT_RESET:
+		vm_stop(v->vm, VM_STOP_RESET, 0, "guest reset");
+		break;
+	default:
+		vm_stop(v->vm, VM_STOP_CRASH, 0, "guest crashed (system event %u)",
+			v->run->system_event.type);
+	}
+}
+
+/* Returns false when the vCPU must leave its loop. */
+static bool handle_exit(struct vcpu *v)
+{
+	struct kvm_run *run = v->run;
+
+	switch (run->exit_reason) {
+	case KVM_EXIT_IO:
+		handle_io(v);
+		return true;
+	case KVM_EXIT_MMIO:
+		mmio_x86(v, run->mmio.phys_addr, run->mmio.is_write, run->mmio.data,
+			 run->mmio.len > 8 ? 8 : run->mmio.len);
+		return true;
+	case KVM_EXIT_INTR:
+		return true;
+	case KVM_EXIT_SHUTDOWN:
+		vm_stop(v->vm, VM_STOP_CRASH, 0, "guest triple fault on vCPU %u", v->id);
+		return false;
+	case KVM_EXIT_HLT:
+		vm_stop(v->vm, VM_STOP_CRASH, 0, "vCPU %u halted with interrupts off", v->id);
+		return false;
+	case KVM_EXIT_INTERNAL_ERROR:
+		report_internal_error(v);
+		return false;
+	case KVM_EXIT_FAIL_ENTRY:
+		vm_stop(v->vm, VM_STOP_CRASH, 0, "KVM could not enter vCPU %u "
+			"(hardware reason 0x%llx)", v->id,
+			(unsigned long long)run->fail_entry.hardware_entry_failure_reason);
+		return false;
+	case KVM_EXIT_SYSTEM_EVENT:
+		handle_system_event(v);
+		return false;
+	default:
+		vm_stop(v->vm, VM_STOP_CRASH, 0, "unexpected KVM exit %u on vCPU %u",
+			run->exit_reason, v->id);
+		return false;
+	}
+}
+
+static void *vcpu_thread(void *arg)
+{
+	struct vcpu *v = arg;
+	struct vm *vm = v->vm;
+	sigset_t set;
+
+	/* Only the kick signal may interrupt this thread; the main loop takes the rest. */
+	sigemptyset(&set);
+	sigaddset(&set, VCPU_KICK_SIGNAL);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	/* Confined before the first KVM_RUN: the guest never meets an unfiltered thread. */
+	if (vm->seccomp && seccomp_install(SECCOMP_KIND_VCPU)) {
+		vm_stop(vm, VM_STOP_HOST_ERROR, 0, "vCPU %u: %s", v->id, husk_lasterr());
+		return NULL;
+	}
+
+	while (!stopping(vm)) {
+		if (v->id == 0 && !vm->t.first_run) {
+			vm->t.first_run = now_us();
+			phase_mark(PH_FIRST_RUN);
+		}
+		if (ioctl(v->fd, KVM_RUN, 0) < 0) {
+			if (errno == EINTR && vm->prof && v->id == 0) {
+				struct kvm_regs r;
+
+				if (!ioctl(v->fd, KVM_GET_REGS, &r))
+					guest_prof_add(vm->prof, now_us() - vm->t.start, r.rip);
+			}
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			vm_stop(vm, VM_STOP_HOST_ERROR, 0, "KVM_RUN on vCPU %u: %s", v->id,
+				strerror(errno));
+			break;
+		}
+		if (!handle_exit(v))
+			break;
+	}
+	return NULL;
+}
+
+static void kick_handler(int sig)
+{
+	(void)sig;
+}
+
+int vm_start(struct vm *vm)
+{
+	struct sigaction sa;
+	unsigned i;
+	int err;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = kick_handler;	/* no SA_RESTART: KVM_RUN returns EINTR */
+	sigaction(VCPU_KICK_SIGNAL, &sa, NULL);
+
+	/* Devices serve queues from the first notification on. */
+	err = evloop_start(&vm->loop);
+	if (err) {
+		vm_stop(vm, VM_STOP_HOST_ERROR, 0, "%s", husk_lasterr());
+		return err;
+	}
+	for (i = 0; i < vm->nr_vcpus; i++) {
+		struct vcpu *v = &vm->vcpus[i];
+
+		err = pthread_create(&v->thread, NULL, vcpu_thread, v);
+		if (err) {
+			vm_stop(vm, VM_STOP_HOST_ERROR, 0, "cannot start vCPU thread: %s",
+				strerror(err));
+			return husk_seterr(err, "cannot start vCPU thread %u: %s", i, strerror(err));
+		}
+		v->started = true;
+	}
+	phase_mark(PH_THREADS);
+	return 0;
+}
+
+void vm_join(struct vm *vm)
+{
+	unsigned i;
+
+	for (i = 0; i < VM_MAX_VCPUS; i++) {
+		struct vcpu *v = &vm->vcpus[i];
+
+		if (v->started)
+			pthread_join(v->thread, NULL);
+		v->started = false;
+	}
+}
+
+void vm_destroy(struct vm *vm)
+{
+	unsigned i;
+
+	vm_join(vm);
+	for (i = 0; i < VM_MAX_VCPUS; i++) {
+		struct vcpu *v = &vm->vcpus[i];
+
+		if (v->run)
+			munmap(v->run, vm->kvm.vcpu_mmap_size);
+		if (v->fd >= 0)
+			close(v->fd);
+	}
+	/* No vCPU runs now; stop the loop before devices free what it serves. */
+	evloop_stop(&vm->loop);
+	for (i = 0; i < vm->nr_virtio; i++)
+		virtio_mmio_destroy(vm->virtio[i]);
+	vm->nr_virtio = 0;
+	evloop_free(&vm->loop);
+	console_flush(&vm->console);
+	if (vm->fd >= 0)
+		close(vm->fd);
+	if (vm->stop_fd >= 0)
+		close(vm->stop_fd);
+	gmem_free(&vm->mem);
+	if (vm->kvm.fd >= 0)
+		kvm_close(&vm->kvm);
+}

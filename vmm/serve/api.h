@@ -1,0 +1,125 @@
+/*
+ * api: husk serve's requests and answers (docs/api.md), pure: a request
+ * line in, a checked request out (or the error to answer with), and the
+ * builders of answer lines. The daemon (serve.c) and the clients
+ * (client.c) share it; fuzz_api feeds it hostile lines.
+ *
+ * A sandbox's options become the command line of its worker, `husk run
+ * --session-fd 3 --json-fd 4 ...`, checked here with cli_parse_run(): one
+ * set of rules for the CLI and the API.
+ */
+#ifndef HUSK_API_H
+#define HUSK_API_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define API_VERSION 1
+#define API_MAX_LINE (4u << 20)		/* a request line, its '\n' included */
+#define API_MAX_DEPTH 64
+#define API_MAX_ID 64			/* bytes of a string request id */
+#define API_MAX_WORKER_ARGS 1024
+#define API_WORKER_SESSION_FD "3"
+#define API_WORKER_JSON_FD "4"
+#define API_WORKER_POLICY_FD "5"	/* with net egress: run_policy.c's socket */
+
+enum api_op {
+	OP_RUN, OP_CREATE, OP_EXEC, OP_STDIN, OP_SIGNAL, OP_PUT, OP_GET, OP_POLICY,
+	OP_DESTROY, OP_LIST, OP_INSPECT, OP_KILL, OP_WAIT, OP_HEALTH, OP__NR
+};
+
+/* Error codes of docs/api.md. */
+#define E_BAD "bad-request"
+#define E_UNSUPPORTED "unsupported"
+#define E_NOT_FOUND "not-found"
+#define E_BUSY "busy"
+#define E_CONFLICT "conflict"
+#define E_FAILED "failed"
+#define E_SHUTTING_DOWN "shutting-down"
+#define E_INTERNAL "internal"
+
+/* A command (run's job, exec). */
+struct api_cmd {
+	char **argv;			/* NULL-terminated, owned */
+	unsigned argc;
+	char **env;			/* "K=V", owned */
+	unsigned nr_env;
+	char *cwd;			/* owned, or NULL */
+	bool stdin;
+	uint64_t timeout_ms;		/* exec: 0 none */
+};
+
+struct api_req {
+	json_t *root;			/* the parsed line; fields below borrow from it */
+	json_t *id;			/* string or integer; NULL when unparseable */
+	enum api_op op;
+	const char *sandbox;		/* exec, stdin, ... : the sandbox named */
+	/* run, create: the worker's arguments after "husk", checked */
+	char *wargv[API_MAX_WORKER_ARGS];
+	int wargc;
+	const char *template_name;	/* run, create: NULL, or the template */
+	uint64_t mem_mib;		/* run, create: the guest RAM it takes */
+	bool machine_default;		/* no option that changes the machine: a pool fits */
+	uint64_t idle_timeout_s;	/* create */
+	uint64_t max_output;		/* run: bytes per stream passed on (the rest counted) */
+	uint64_t lifetime_s;		/* create: 0 none */
+	bool detach, get_always;	/* run */
+	struct api_cmd cmd;		/* run, exec */
+	/* run, create: tar streams to put first (decoded), and run's gets */
+	uint8_t **puts;
+	size_t *put_len;
+	unsigned nr_puts;
+	const char **gets;
+	unsigned nr_gets;
+	/* stdin, signal: the exec or run request they are for */
+	json_t *target;
+	bool target_is_run;
+	uint8_t *data;			/* stdin, put: decoded bytes (owned) */
+	size_t data_len;
+	bool eof;			/* stdin */
+	bool more;			/* put: more chunks of this stream follow */
+	const char *stream;		/* put: the stream's name, or NULL */
+	int signal;			/* signal */
+	const char *path;		/* get */
+	bool net_policy;		/* run, create: --net egress, the worker takes policies */
+	json_t *policy;			/* policy: {"allow":[..],...} of the lists given, owned */
+};
+
+/*
+ * Parse one request line (without its '\n'). 0 with *r filled, or an error:
+ * *code is an E_* string and the message is in husk_lasterr(); r->id is
+ * set whenever the line had a usable id (answer with it, else null).
+ */
+int api_parse(const char *line, size_t len, struct api_req *r, const char **code);
+void api_req_free(struct api_req *r);
+
+/* The names of ops, for metrics. */
+const char *api_op_name(enum api_op op);
+
+/*
+ * Answer lines. Each returns a malloc'd "{...}\n" (NULL only without
+ * memory) that starts with "v" and "re" (id may be NULL: null).
+ */
+char *api_error(json_t *id, const char *code, const char *msg, json_t *extra);
+/* {"v":1,"re":id,"event":event, ...fields}; fields is stolen (may be NULL). */
+char *api_event(json_t *id, const char *event, json_t *fields);
+/* {"v":1,"re":id,"ok":true, ...fields}; fields is stolen (may be NULL). */
+char *api_ok(json_t *id, json_t *fields);
+
+/* Base64 (the "data" fields): encode n bytes into a new JSON string. */
+json_t *api_b64(const uint8_t *p, size_t n);
+/* Decode a JSON string: 0 with a malloc'd buffer, or -EINVAL. */
+int api_unb64(const json_t *s, uint8_t **out, size_t *len);
+
+/*
+ * o's field key, when present: an array of at most max strings without NUL
+ * (0 with *arr NULL when absent), else an error naming the field.
+ */
+int api_str_array(json_t *o, const char *key, unsigned max, json_t **arr);
+
+/* A signal by name ("TERM", "SIGKILL") or number: 1..64, or -1. */
+int api_signal(const json_t *v);
+
+#endif

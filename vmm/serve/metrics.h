@@ -1,0 +1,29 @@
+/*
+ * metrics: husk serve's counters and gauges, and the Prometheus text
+ * exposition of them on GET /metrics (libmicrohttpd, its own thread).
+ * Every update takes a lock; the HTTP thread renders under the same lock,
+ * so a scrape sees one consistent moment.
+ */
+#ifndef HUSK_METRICS_H
+#define HUSK_METRICS_H
+
+#include <stdint.h>
+
+/* Serve http://ADDR:PORT/metrics ("127.0.0.1:9464", "[::1]:9464"). -errno. */
+int metrics_start(const char *addr);
+void metrics_stop(void);
+
+void metrics_vms(unsigned running, unsigned queued, unsigned pooled);
+/* A sandbox became ready: kind "cold", "template" or "pool". */
+void metrics_started(const char *kind, double seconds);
+/* A job or exec ended: "ok", "nonzero", "signal", "timeout", "failed". */
+void metrics_job(const char *outcome);
+void metrics_oom_kills(uint64_t n);
+void metrics_egress_drops(const char *reason, uint64_t n);
+void metrics_dns_refused(uint64_t n);
+void metrics_request(const char *op, const char *result);
+
+/* The exposition text, malloc'd (the unit tests read it without HTTP). */
+char *metrics_render(void);
+
+#endif

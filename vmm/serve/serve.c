@@ -1,0 +1,1222 @@
+/*
+ * serve: `husk serve`, the daemon. See serve.h and docs/api.md.
+ *
+ * This file: the socket and its clients (lines in, answers out, both
+ * bounded), the dispatch of requests, admission (VMs, memory, a FIFO
+ * queue), warm pools, signals (SIGTERM drains, SIGHUP reloads --config)
+ * and the tick that ends idle sessions. Sandboxes themselves are
+ * sandbox.c's.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <grp.h>
+#include <pwd.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "config.h"
+#include "lib/util.h"
+#include "run/run.h"
+#include "serve/metrics.h"
+#include "serve/serve_int.h"
+#include "template/template.h"
+
+#define TICK_MS 100
+#define MAX_CLIENTS 1024
+#define READ_CHUNK (64 * 1024)
+#define DEFAULT_MAX_QUEUE 64
+#define DEFAULT_GRACE_S 30
+
+struct server srv;
+
+const char serve_usage[] =
+	"usage: husk serve [--socket PATH] [--group NAME] [--admin-group NAME]\n"
+	"                  [--max-vms N] [--max-mem MiB] [--max-queue N]\n"
+	"                  [--pool TEMPLATE=K]... [--metrics ADDR:PORT]\n"
+	"                  [--config FILE] [--grace SEC] [--template-dir DIR] [--verbose]\n"
+	"\n"
+	"Run sandboxes for clients on a Unix socket (JSON lines, docs/api.md).\n"
+	"\n"
+	"  --socket PATH       the API socket (default " SERVE_DEFAULT_SOCKET "), mode 0660\n"
+	"  --group NAME        the socket's group: its members may use the API\n"
+	"  --admin-group NAME  members see and control every sandbox, not only their own\n"
+	"  --max-vms N         sandboxes at once, warm pool included (default: CPUs x 4)\n"
+	"  --max-mem MiB       their guest RAM together (default: half the host's RAM)\n"
+	"  --max-queue N       requests that wait for room before 'busy' (default 64)\n"
+	"  --pool T=K          keep K sandboxes restored from template T ready\n"
+	"  --metrics A:P       Prometheus metrics on http://A:P/metrics\n"
+	"  --config FILE       key = value lines (max_vms, max_mem, max_queue, pool.T = K),\n"
+	"                      read at start and again on SIGHUP\n"
+	"  --grace SEC         on SIGTERM, how long running work may finish (default 30)\n"
+	"  --template-dir DIR  where templates live (default /var/lib/husk/templates)\n";
+
+/* ---- configuration ---- */
+
+static int parse_pool(const char *arg, struct serve_cfg *c)
+{
+	const char *eq = strchr(arg, '=');
+	uint64_t k;
+	unsigned i;
+
+	if (!eq || eq == arg || (size_t)(eq - arg) >= sizeof(c->pools[0].template_name) ||
+	    parse_u64(eq + 1, 0, 64, &k))
+		return husk_seterr(EINVAL, "--pool %s: want TEMPLATE=K, K in 0..64", arg);
+	for (i = 0; i < c->nr_pools; i++)
+		if (!strncmp(c->pools[i].template_name, arg, eq - arg) &&
+		    !c->pools[i].template_name[eq - arg])
+			break;
+	if (i == c->nr_pools) {
+		if (c->nr_pools == SERVE_MAX_POOLS)
+			return husk_seterr(E2BIG, "at most %d pools", SERVE_MAX_POOLS);
+		c->nr_pools++;
+	}
+	snprintf(c->pools[i].template_name, sizeof(c->pools[i].template_name), "%.*s",
+		 (int)(eq - arg), arg);
+	c->pools[i].k = (unsigned)k;
+	return 0;
+}
+
+/* A group by name, or by number (hosts and containers without /etc/group). */
+static int group_id(const char *name, gid_t *gid)
+{
+	struct group *g = getgrnam(name);
+	uint64_t n;
+
+	if (g) {
+		*gid = g->gr_gid;
+		return 0;
+	}
+	if (!parse_u64(name, 0, (gid_t)-2, &n)) {
+		*gid = (gid_t)n;
+		return 0;
+	}
+	return husk_seterr(ENOENT, "no group named %s", name);
+}
+
+static void defaults(struct serve_cfg *c)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+
+	memset(c, 0, sizeof(*c));
+	c->socket_path = SERVE_DEFAULT_SOCKET;
+	c->group = (gid_t)-1;
+	c->admin_gid = (gid_t)-1;
+	c->max_vms = (ncpu > 0 ? ncpu : 1) * 4;
+	c->max_mem_mib = pages > 0 && psz > 0 ? (uint64_t)pages * psz / 2 / (1 << 20) : 4096;
+	c->max_queue = DEFAULT_MAX_QUEUE;
+	c->grace_s = DEFAULT_GRACE_S;
+}
+
+int serve_parse(int argc, char **argv, struct serve_cfg *c)
+{
+	enum { O_SOCKET = 256, O_GROUP, O_ADMIN, O_MAX_VMS, O_MAX_MEM, O_MAX_QUEUE, O_POOL,
+	       O_METRICS, O_CONFIG, O_GRACE, O_TDIR, O_VERBOSE, O_HELP };
+	static const struct option opts[] = {
+		{ "socket", required_argument, NULL, O_SOCKET },
+		{ "group", required_argument, NULL, O_GROUP },
+		{ "admin-group", required_argument, NULL, O_ADMIN },
+		{ "max-vms", required_argument, NULL, O_MAX_VMS },
+		{ "max-mem", required_argument, NULL, O_MAX_MEM },
+		{ "max-queue", required_argument, NULL, O_MAX_QUEUE },
+		{ "pool", required_argument, NULL, O_POOL },
+		{ "metrics", required_argument, NULL, O_METRICS },
+		{ "config", required_argument, NULL, O_CONFIG },
+		{ "grace", required_argument, NULL, O_GRACE },
+		{ "template-dir", required_argument, NULL, O_TDIR },
+		{ "verbose", no_argument, NULL, O_VERBOSE },
+		{ "help", no_argument, NULL, O_HELP },
+		{ NULL, 0, NULL, 0 },
+	};
+	uint64_t v;
+	int ch, err = 0;
+
+	defaults(c);
+	optind = 0;
+	opterr = 0;
+	while (!err && (ch = getopt_long(argc, argv, "+:", opts, NULL)) != -1) {
+		switch (ch) {
+		case O_SOCKET:
+			c->socket_path = optarg;
+			if (!*optarg || strlen(optarg) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+				err = husk_seterr(EINVAL, "--socket: a path of 1..107 bytes");
+			break;
+		case O_GROUP:
+			err = group_id(optarg, &c->group);
+			break;
+		case O_ADMIN:
+			err = group_id(optarg, &c->admin_gid);
+			break;
+		case O_MAX_VMS:
+			err = cli_num_opt("--max-vms", optarg, 1, 100000, &v);
+			c->max_vms = v;
+			break;
+		case O_MAX_MEM:
+			err = cli_num_opt("--max-mem", optarg, 32, 1ull << 30, &c->max_mem_mib);
+			break;
+		case O_MAX_QUEUE:
+			err = cli_num_opt("--max-queue", optarg, 0, 100000, &v);
+			c->max_queue = v;
+			break;
+		case O_POOL:
+			err = parse_pool(optarg, c);
+			break;
+		case O_METRICS:
+			c->metrics_addr = optarg;
+			break;
+		case O_CONFIG:
+			c->config_path = optarg;
+			break;
+		case O_GRACE:
+			err = cli_num_opt("--grace", optarg, 0, 86400, &v);
+			c->grace_s = v;
+			break;
+		case O_TDIR:
+			c->template_dir = optarg;
+			break;
+		case O_VERBOSE:
+			c->verbose = true;
+			break;
+		case O_HELP:
+			return 1;
+		default:
+			return cli_bad_option(ch, argv);
+		}
+	}
+	if (!err && optind < argc)
+		err = husk_seterr(EINVAL, "husk serve takes no arguments ('%s')", argv[optind]);
+	if (!err && c->config_path)
+		err = serve_read_config(c->config_path, c);
+	return err;
+}
+
+int serve_read_config(const char *path, struct serve_cfg *c)
+{
+	FILE *f = fopen(path, "re");
+	char line[512], key[128], val[256];
+	unsigned n = 0;
+	uint64_t v;
+	int err = 0;
+
+	if (!f)
+		return husk_seterr(errno, "--config %s: %s", path, strerror(errno));
+	while (!err && fgets(line, sizeof(line), f)) {
+		n++;
+		if (line[strspn(line, " \t")] == '#' || !line[strspn(line, " \t\r\n")])
+			continue;
+		if (sscanf(line, " %127[^= \t] = %255s", key, val) != 2) {
+			err = husk_seterr(EINVAL, "%s:%u: want key = value", path, n);
+		} else if (!strcmp(key, "max_vms")) {
+			err = parse_u64(val, 1, 100000, &v);
+			c->max_vms = v;
+		} else if (!strcmp(key, "max_mem")) {
+			err = parse_u64(val, 32, 1ull << 30, &c->max_mem_mib);
+		} else if (!strcmp(key, "max_queue")) {
+			err = parse_u64(val, 0, 100000, &v);
+			c->max_queue = v;
+		} else if (!strncmp(key, "pool.", 5) && key[5]) {
+			char arg[200];
+
+			snprintf(arg, sizeof(arg), "%s=%s", key + 5, val);
+			err = parse_pool(arg, c);
+		} else {
+			err = husk_seterr(EINVAL, "%s:%u: unknown key %s", path, n, key);
+		}
+		if (err && !husk_lasterr()[0])
+			husk_seterr(err, "%s:%u: bad value for %s", path, n, key);
+	}
+	fclose(f);
+	return err;
+}
+
+/* ---- epoll ---- */
+
+void ep_mod(int fd, struct handle *h, uint32_t events)
+{
+	struct epoll_event e = { .events = events, .data.ptr = h };
+
+	if (fd >= 0)
+		epoll_ctl(srv.epfd, EPOLL_CTL_MOD, fd, &e);
+}
+
+static void ep_add(int fd, struct handle *h, enum h_kind k, void *p, uint32_t events)
+{
+	struct epoll_event e = { .events = events, .data.ptr = h };
+
+	h->kind = k;
+	h->p = p;
+	epoll_ctl(srv.epfd, EPOLL_CTL_ADD, fd, &e);
+}
+
+/* ---- clients ---- */
+
+bool client_full(const struct client *c)
+{
+	return c->out_len - c->out_off > CLIENT_OUT_MAX;
+}
+
+static void client_flush(struct client *c)
+{
+	while (c->out_off < c->out_len) {
+		ssize_t w = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (w <= 0) {
+			c->gone = true;
+			return;
+		}
+		c->out_off += w;
+	}
+	if (c->out_off == c->out_len)
+		c->out_off = c->out_len = 0;
+	ep_mod(c->fd, &c->h, EPOLLIN | (c->out_len ? EPOLLOUT : 0));
+}
+
+void client_send(struct client *c, char *line)
+{
+	size_t n;
+
+	if (!line)
+		return;
+	if (!c || c->gone) {
+		free(line);
+		return;
+	}
+	n = strlen(line);
+	if (c->out_off && c->out_off == c->out_len)
+		c->out_off = c->out_len = 0;
+	if (c->out_len + n > c->out_cap) {
+		size_t cap = c->out_cap ? c->out_cap : 4096;
+		char *nb;
+
+		while (cap < c->out_len + n)
+			cap *= 2;
+		nb = realloc(c->out, cap);
+		if (!nb) {
+			free(line);
+			c->gone = true;
+			return;
+		}
+		c->out = nb;
+		c->out_cap = cap;
+	}
+	memcpy(c->out + c->out_len, line, n);
+	c->out_len += n;
+	free(line);
+	client_flush(c);
+}
+
+void bind_set(struct bind *b, struct client *c, json_t *re)
+{
+	bind_clear(b);
+	b->c = c;
+	b->re = json_incref(re);
+}
+
+void bind_clear(struct bind *b)
+{
+	json_decref(b->re);
+	b->c = NULL;
+	b->re = NULL;
+}
+
+void bind_send(struct bind *b, char *line)
+{
+	client_send(b->c, line);
+}
+
+/* ---- admission, queue, pools ---- */
+
+static unsigned count(bool pooled_only, const char *tpl, uint64_t *mem)
+{
+	struct sandbox *sb;
+	unsigned n = 0;
+
+	if (mem)
+		*mem = 0;
+	for (sb = srv.sandboxes; sb; sb = sb->next) {
+		if (sb->state == SB_DONE)
+			continue;
+		if (pooled_only && (sb->owned || !sb->from_pool))
+			continue;
+		if (tpl && strcmp(sb->template_name, tpl))
+			continue;
+		n++;
+		if (mem)
+			*mem += sb->mem_mib;
+	}
+	return n;
+}
+
+static bool fits(uint64_t mem_mib)
+{
+	uint64_t used;
+	unsigned n = count(false, NULL, &used);
+
+	return n < srv.cfg.max_vms && used + mem_mib <= srv.cfg.max_mem_mib;
+}
+
+static bool pool_ready(const struct sandbox *sb)
+{
+	return sb->state == SB_READY && !sb->warming;
+}
+
+static json_t *load_json(void)
+{
+	uint64_t used;
+	unsigned running = count(false, NULL, &used), pooled = count(true, NULL, NULL);
+	unsigned ready = 0;
+	struct sandbox *sb;
+
+	for (sb = srv.sandboxes; sb; sb = sb->next)
+		ready += sb->from_pool && !sb->owned && pool_ready(sb);
+	return json_pack("{s:i,s:i,s:i,s:i,s:I,s:i,s:I,s:i}", "running", running - pooled,
+			 "queued", srv.queued, "pooled", pooled, "pooled_ready", ready,
+			 "mem_mib", (json_int_t)used,
+			 "max_vms", srv.cfg.max_vms, "max_mem_mib",
+			 (json_int_t)srv.cfg.max_mem_mib, "max_queue", srv.cfg.max_queue);
+}
+
+/* A ready (else a starting) clone of the template that nobody has claimed. */
+static struct sandbox *pool_take(const char *tpl)
+{
+	struct sandbox *sb, *best = NULL;
+
+	for (sb = srv.sandboxes; sb; sb = sb->next)
+		if (sb->from_pool && !sb->owned && sb->state != SB_DONE &&
+		    sb->state != SB_ENDING && !strcmp(sb->template_name, tpl) &&
+		    (!best || (pool_ready(sb) && !pool_ready(best))))
+			best = sb;
+	return best;
+}
+
+static bool pool_has(const char *tpl)
+{
+	unsigned i;
+
+	for (i = 0; i < srv.cfg.nr_pools; i++)
+		if (srv.cfg.pools[i].k && !strcmp(srv.cfg.pools[i].template_name, tpl))
+			return true;
+	return false;
+}
+
+/* Make room for a request by giving up an idle clone of another pool. */
+static bool evict_pooled(void)
+{
+	struct sandbox *sb;
+
+	for (sb = srv.sandboxes; sb; sb = sb->next) {
+		if (sb->from_pool && !sb->owned && sb->state != SB_DONE && sb->state != SB_ENDING) {
+			sb_kill(sb);
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * A template's guest RAM, for admission: read from the templates' own
+ * headers (template_list), kept for a while, since a request must not
+ * wait for a directory scan each time. A name not found counts as the
+ * default; its worker then fails with the reason.
+ */
+#define TPL_CACHE_MAX 64
+#define TPL_CACHE_US (10 * 1000000ull)
+
+static struct {
+	char name[TEMPLATE_NAME_MAX + 1];
+	uint64_t mem_mib;
+} tpl_cache[TPL_CACHE_MAX];
+static unsigned tpl_cached;
+static uint64_t tpl_cache_at;
+
+static void tpl_cache_fill(void)
+{
+	const char *dir = srv.cfg.template_dir ? srv.cfg.template_dir : TEMPLATE_DEFAULT_DIR;
+	struct template_info *t = NULL;
+	unsigned n = 0, i;
+	int fd = template_dir_open(dir, false);
+
+	tpl_cached = 0;
+	tpl_cache_at = now_us();
+	if (fd < 0 || template_list(fd, &t, &n)) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	close(fd);
+	for (i = 0; i < n && tpl_cached < TPL_CACHE_MAX; i++) {
+		if (!t[i].ok)
+			continue;
+		snprintf(tpl_cache[tpl_cached].name, sizeof(tpl_cache[0].name), "%s",
+			 t[i].meta.name);
+		tpl_cache[tpl_cached++].mem_mib = t[i].meta.mem_bytes >> 20;
+	}
+	free(t);
+}
+
+uint64_t serve_template_mem(const char *name)
+{
+	unsigned i;
+
+	if (!tpl_cache_at || now_us() - tpl_cache_at > TPL_CACHE_US)
+		tpl_cache_fill();
+	for (i = 0; i < tpl_cached; i++)
+		if (!strcmp(tpl_cache[i].name, name))
+			return tpl_cache[i].mem_mib ? tpl_cache[i].mem_mib : RUN_DEFAULT_MEM_MIB;
+	return RUN_DEFAULT_MEM_MIB;
+}
+
+static void pools_fill(void)
+{
+	unsigned i, have;
+
+	if (srv.draining)
+		return;
+	for (i = 0; i < srv.cfg.nr_pools; i++) {
+		const struct serve_pool_cfg *p = &srv.cfg.pools[i];
+
+		have = count(true, p->template_name, NULL);
+		/* Requests first: pools only take room nobody waits for. */
+		uint64_t mem = serve_template_mem(p->template_name);
+
+		while (have < p->k && !srv.queue && fits(mem)) {
+			struct sandbox *sb = sb_spawn(NULL, p->template_name);
+
+			if (!sb || sb->exited)
+				break;
+			sb->mem_mib = mem;
+			have++;
+		}
+		/* A pool made smaller by SIGHUP: its extra idle clones go. */
+		while (have > p->k) {
+			struct sandbox *sb = pool_take(p->template_name);
+
+			if (!sb)
+				break;
+			sb_kill(sb);
+			sb->from_pool = true;
+			sb->owned = true;	/* no longer offered */
+			have--;
+		}
+	}
+}
+
+static void publish(void)
+{
+	unsigned all = count(false, NULL, NULL), pooled = count(true, NULL, NULL);
+
+	metrics_vms(all - pooled, srv.queued, pooled);
+}
+
+/* Start a run or create: from the pool, or a new worker. */
+static void start(struct bind *to, struct api_req *req)
+{
+	struct api_req *keep = malloc(sizeof(*keep));
+	struct sandbox *sb = NULL;
+	bool is_run = req->op == OP_RUN;
+
+	if (!keep) {
+		bind_send(to, api_error(to->re, E_INTERNAL, "out of memory", NULL));
+		api_req_free(req);
+		return;
+	}
+	*keep = *req;
+	memset(req, 0, sizeof(*req));
+	if (keep->template_name && keep->machine_default && pool_has(keep->template_name))
+		sb = pool_take(keep->template_name);
+	if (sb) {
+		sb->start_kind = "pool";
+		sb->t_request = now_us();
+		if (pool_ready(sb))
+			metrics_started("pool", 0);
+	} else {
+		sb = sb_spawn(keep, NULL);
+	}
+	if (!sb) {
+		bind_send(to, api_error(to->re, E_INTERNAL, husk_lasterr(), NULL));
+		api_req_free(keep);
+		free(keep);
+		return;
+	}
+	if (is_run)
+		bind_send(to, api_event(to->re, "accepted", json_pack("{s:s}", "sandbox", sb->name)));
+	sb_begin(sb, to, keep, is_run);
+	if (sb->exited)
+		serve_changed();
+}
+
+static void admit(struct bind *to, struct api_req *req)
+{
+	struct queued *q, **tail;
+	bool pooled = req->template_name && req->machine_default && pool_has(req->template_name) &&
+		      pool_take(req->template_name);
+
+	if (srv.draining) {
+		bind_send(to, api_error(to->re, E_SHUTTING_DOWN, "husk serve is shutting down",
+					NULL));
+		api_req_free(req);
+		return;
+	}
+	/* A template fixes the machine: its RAM is what the sandbox takes. */
+	if (req->template_name)
+		req->mem_mib = serve_template_mem(req->template_name);
+	if (!srv.queue && (pooled || fits(req->mem_mib))) {
+		start(to, req);
+		publish();
+		return;
+	}
+	if (srv.queued >= srv.cfg.max_queue) {
+		bind_send(to, api_error(to->re, E_BUSY, "no room for another sandbox and the "
+					"queue is full", json_pack("{s:o}", "load", load_json())));
+		api_req_free(req);
+		return;
+	}
+	q = calloc(1, sizeof(*q));
+	if (!q) {
+		bind_send(to, api_error(to->re, E_INTERNAL, "out of memory", NULL));
+		api_req_free(req);
+		return;
+	}
+	bind_set(&q->to, to->c, to->re);
+	q->req = *req;
+	memset(req, 0, sizeof(*req));
+	q->t = now_us();
+	for (tail = &srv.queue; *tail; tail = &(*tail)->next)
+		;
+	*tail = q;
+	srv.queued++;
+	if (q->req.op == OP_RUN)
+		bind_send(to, api_event(to->re, "queued", json_pack("{s:o}", "load", load_json())));
+	if (!fits(q->req.mem_mib))
+		evict_pooled();
+	publish();
+}
+
+static void dequeue(void)
+{
+	while (srv.queue) {
+		struct queued *q = srv.queue;
+		bool pooled = q->req.template_name && q->req.machine_default &&
+			      pool_has(q->req.template_name) && pool_take(q->req.template_name);
+
+		if (!q->to.c) {		/* its client left while it waited */
+			srv.queue = q->next;
+			srv.queued--;
+			api_req_free(&q->req);
+			bind_clear(&q->to);
+			free(q);
+			continue;
+		}
+		if (!pooled && !fits(q->req.mem_mib)) {
+			evict_pooled();
+			return;
+		}
+		srv.queue = q->next;
+		srv.queued--;
+		start(&q->to, &q->req);
+		bind_clear(&q->to);
+		free(q);
+	}
+}
+
+/* Admission and pools after a sandbox ended or became ready. */
+void serve_changed(void)
+{
+	dequeue();
+	pools_fill();
+	publish();
+}
+
+/*
+ * Free what ended (detached results waiting for `wait` aside). Only between
+ * epoll batches: an event of the batch may still name a sandbox's handle.
+ */
+static void reap_sandboxes(void)
+{
+	struct sandbox **pp = &srv.sandboxes, *sb;
+
+	while ((sb = *pp)) {
+		if (sb->state == SB_DONE && sb->exited && !(sb->detach && sb->final)) {
+			*pp = sb->next;
+			sb_free(sb);
+			continue;
+		}
+		pp = &sb->next;
+	}
+}
+
+/* ---- requests ---- */
+
+static struct sandbox *find_sb(struct client *c, const char *name)
+{
+	struct sandbox *sb;
+
+	for (sb = srv.sandboxes; sb; sb = sb->next)
+		if (sb->owned && !strcmp(sb->name, name) && (c->admin || sb->owner == c->uid))
+			return sb;
+	return NULL;
+}
+
+/* The sandbox and request that an exec or run id of this client names. */
+static struct xreq *find_target(struct client *c, json_t *id, bool run, struct sandbox **out)
+{
+	struct sandbox *sb;
+	unsigned i;
+
+	for (sb = srv.sandboxes; sb; sb = sb->next) {
+		if (!sb->owned || (sb->owner != c->uid && !c->admin))
+			continue;
+		for (i = 0; i < SB_MAX_REQS; i++) {
+			struct xreq *x = &sb->reqs[i];
+			struct bind *b = x->for_run ? &sb->creator : &x->to;
+
+			if (x->id && x->kind == X_EXEC && x->for_run == run && b->c == c &&
+			    json_equal(b->re, id)) {
+				*out = sb;
+				return x;
+			}
+		}
+	}
+	return NULL;
+}
+
+static void reply_err(struct bind *to, const char *code, const char *msg)
+{
+	bind_send(to, api_error(to->re, code, msg, NULL));
+}
+
+static const char *handle(struct client *c, struct api_req *r)
+{
+	struct bind to = { c, r->id };
+	struct sandbox *sb = NULL;
+	struct xreq *x;
+	json_t *arr;
+
+	switch (r->op) {
+	case OP_RUN:
+	case OP_CREATE:
+		admit(&to, r);
+		return "ok";
+	case OP_HEALTH:
+		bind_send(&to, api_ok(r->id, json_pack("{s:s,s:o,s:b}", "version", PACKAGE_VERSION,
+						       "load", load_json(), "draining",
+						       srv.draining)));
+		return "ok";
+	case OP_LIST:
+		arr = json_array();
+		for (sb = srv.sandboxes; sb; sb = sb->next)
+			if (sb->owned && sb->state != SB_DONE && (c->admin || sb->owner == c->uid))
+				json_array_append_new(arr, sb_describe(sb, false));
+		bind_send(&to, api_ok(r->id, json_pack("{s:o}", "sandboxes", arr)));
+		return "ok";
+	case OP_STDIN:
+		x = find_target(c, r->target, r->target_is_run, &sb);
+		if (!x || !x->stdin) {
+			reply_err(&to, E_NOT_FOUND, "no running command with that id reads stdin");
+			return E_NOT_FOUND;
+		}
+		if ((r->data_len && sb_send(sb, P_XSTDIN, x->id, r->data, r->data_len)) ||
+		    (r->eof && sb_send(sb, P_XSTDIN, x->id, NULL, 0))) {
+			reply_err(&to, E_CONFLICT, husk_lasterr());
+			return E_CONFLICT;
+		}
+		bind_send(&to, api_ok(r->id, NULL));
+		return "ok";
+	case OP_SIGNAL: {
+		uint8_t v[4];
+
+		x = find_target(c, r->target, false, &sb);
+		if (!x) {
+			reply_err(&to, E_NOT_FOUND, "no running command with that id");
+			return E_NOT_FOUND;
+		}
+		le32_put(v, (uint32_t)r->signal);
+		if (sb_send(sb, P_XSIGNAL, x->id, v, 4)) {
+			reply_err(&to, E_CONFLICT, husk_lasterr());
+			return E_CONFLICT;
+		}
+		bind_send(&to, api_ok(r->id, NULL));
+		return "ok";
+	}
+	default:
+		break;
+	}
+	sb = find_sb(c, r->sandbox);
+	if (!sb) {
+		reply_err(&to, E_NOT_FOUND, "no such sandbox");
+		return E_NOT_FOUND;
+	}
+	switch (r->op) {
+	case OP_INSPECT:
+		bind_send(&to, api_ok(r->id, json_pack("{s:o}", "sandbox", sb_describe(sb, true))));
+		return "ok";
+	case OP_KILL:
+		sb_kill(sb);
+		bind_send(&to, api_ok(r->id, NULL));
+		return "ok";
+	case OP_WAIT:
+		if (!sb->is_run || !sb->detach) {
+			reply_err(&to, E_CONFLICT, "only a detached run can be waited for");
+			return E_CONFLICT;
+		}
+		if (sb->final) {
+			bind_send(&to, api_ok(r->id, json_pack("{s:O}", "final", sb->final)));
+			json_decref(sb->final);
+			sb->final = NULL;
+			serve_changed();
+		} else {
+			bind_set(&sb->waiter, c, r->id);
+		}
+		return "ok";
+	case OP_DESTROY:
+		if (sb->is_run) {
+			reply_err(&to, E_CONFLICT, "a run ends by itself (or with kill)");
+			return E_CONFLICT;
+		}
+		bind_set(&sb->waiter, c, r->id);
+		sb_end(sb);
+		return "ok";
+	case OP_POLICY:
+		if (sb->state == SB_DONE || sb_policy(sb, &to, r->policy)) {
+			reply_err(&to, E_CONFLICT, sb->state == SB_DONE ? "the sandbox has ended" :
+				  husk_lasterr());
+			return E_CONFLICT;
+		}
+		return "ok";
+	default:
+		break;
+	}
+	if (sb->state != SB_READY || sb->is_run) {
+		reply_err(&to, E_CONFLICT, "the sandbox is not a running session");
+		return E_CONFLICT;
+	}
+	switch (r->op) {
+	case OP_EXEC:
+		if (sb_exec(sb, &to, &r->cmd, false)) {
+			reply_err(&to, E_CONFLICT, husk_lasterr());
+			return E_CONFLICT;
+		}
+		return "ok";
+	case OP_PUT:
+		if (sb_put(sb, &to, r->stream, r->data, r->data_len, r->more, false)) {
+			reply_err(&to, E_CONFLICT, husk_lasterr());
+			return E_CONFLICT;
+		}
+		if (r->more)
+			bind_send(&to, api_ok(r->id, NULL));
+		return "ok";
+	case OP_GET:
+		if (sb_get(sb, &to, r->path, false)) {
+			reply_err(&to, E_CONFLICT, husk_lasterr());
+			return E_CONFLICT;
+		}
+		return "ok";
+	default:
+		reply_err(&to, E_BAD, "unknown op");
+		return E_BAD;
+	}
+}
+
+static void on_line(struct client *c, const char *line, size_t len)
+{
+	struct api_req r;
+	const char *code, *result;
+
+	if (api_parse(line, len, &r, &code)) {
+		client_send(c, api_error(r.id, code, husk_lasterr(), NULL));
+		metrics_request("?", code);
+		api_req_free(&r);
+		return;
+	}
+	result = handle(c, &r);
+	metrics_request(api_op_name(r.op), result);
+	api_req_free(&r);	/* run and create moved their request out */
+}
+
+static void client_read(struct client *c)
+{
+	char *nl;
+	ssize_t n;
+
+	if (c->in_cap - c->in_len < READ_CHUNK) {
+		size_t cap = c->in_len + READ_CHUNK + 1;
+		char *nb = realloc(c->in, cap);
+
+		if (!nb) {
+			c->gone = true;
+			return;
+		}
+		c->in = nb;
+		c->in_cap = cap;
+	}
+	n = recv(c->fd, c->in + c->in_len, c->in_cap - c->in_len - 1, MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		c->gone = true;
+		return;
+	}
+	c->in_len += n;
+	while (!c->gone && (nl = memchr(c->in, '\n', c->in_len))) {
+		size_t len = nl - c->in;
+
+		if (!c->skipping && len)
+			on_line(c, c->in, len);
+		c->skipping = false;
+		memmove(c->in, nl + 1, c->in_len - len - 1);
+		c->in_len -= len + 1;
+	}
+	if (c->in_len >= API_MAX_LINE) {
+		/* Answer once, then drop the rest of that line. */
+		if (!c->skipping)
+			client_send(c, api_error(NULL, E_BAD, "a request line is too long", NULL));
+		c->skipping = true;
+		c->in_len = 0;
+	}
+	/* Keep the buffer small between requests. */
+	if (!c->in_len && c->in_cap > 4 * READ_CHUNK) {
+		free(c->in);
+		c->in = NULL;
+		c->in_cap = 0;
+	}
+}
+
+static void client_close(struct client *c)
+{
+	struct sandbox *sb;
+	struct queued *q;
+
+	for (sb = srv.sandboxes; sb; sb = sb->next)
+		sb_client_gone(sb, c);
+	for (q = srv.queue; q; q = q->next)
+		if (q->to.c == c)
+			bind_clear(&q->to);
+	epoll_ctl(srv.epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	c->fd = -1;
+}
+
+static void reap_clients(void)
+{
+	struct client **pp = &srv.clients, *c;
+
+	while ((c = *pp)) {
+		if (c->gone) {
+			*pp = c->next;
+			if (c->fd >= 0)
+				client_close(c);
+			free(c->in);
+			free(c->out);
+			free(c);
+			continue;
+		}
+		pp = &c->next;
+	}
+	dequeue();
+}
+
+static bool in_group(uid_t uid, gid_t gid, gid_t want)
+{
+	struct passwd *pw;
+	gid_t groups[256];
+	int n = 256, i;
+
+	if (want == (gid_t)-1)
+		return false;
+	if (gid == want)
+		return true;
+	pw = getpwuid(uid);
+	if (!pw || getgrouplist(pw->pw_name, gid, groups, &n) < 0)
+		return false;
+	for (i = 0; i < n; i++)
+		if (groups[i] == want)
+			return true;
+	return false;
+}
+
+static void on_accept(void)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	struct client *c, *k;
+	unsigned n = 0;
+	int fd;
+
+	while ((fd = accept4(srv.lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
+		for (k = srv.clients; k; k = k->next)
+			n++;
+		if (n >= MAX_CLIENTS ||
+		    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0) {
+			close(fd);
+			continue;
+		}
+		c = calloc(1, sizeof(*c));
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		c->fd = fd;
+		c->uid = cr.uid;
+		c->gid = cr.gid;
+		c->pid = cr.pid;
+		c->admin = cr.uid == 0 || in_group(cr.uid, cr.gid, srv.cfg.admin_gid);
+		c->next = srv.clients;
+		srv.clients = c;
+		ep_add(fd, &c->h, H_CLIENT, c, EPOLLIN);
+	}
+}
+
+/* ---- the socket, signals, the loop ---- */
+
+static int listen_on(const char *path, gid_t group)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	char dir[sizeof(a.sun_path)], *slash;
+	struct stat st;
+	int fd, probe;
+
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+	/* Its directory (/run/husk after a reboot) is made if missing, like a daemon's. */
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		fd = mkdir_p(dir, 0755);
+		if (fd)
+			return fd;
+	}
+	/* Only a socket is ever replaced: a file at that path is not ours to remove. */
+	if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode))
+		return husk_seterr(EEXIST, "%s exists and is not a socket: not replacing it", path);
+	/* A socket nobody answers on is a killed daemon's: take its place. */
+	probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (probe >= 0 && connect(probe, (struct sockaddr *)&a, sizeof(a)) == 0) {
+		close(probe);
+		return husk_seterr(EADDRINUSE, "another husk serve answers on %s", path);
+	}
+	if (probe >= 0)
+		close(probe);
+	unlink(path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 64) < 0 ||
+	    chmod(path, 0660) < 0 || (group != (gid_t)-1 && chown(path, 0, group) < 0)) {
+		int e = errno;
+
+		if (fd >= 0)
+			close(fd);
+		return husk_seterr(e, "cannot listen on %s: %s", path, strerror(e));
+	}
+	return fd;
+}
+
+static void drain_start(void)
+{
+	struct sandbox *sb;
+
+	if (srv.draining)
+		return;
+	srv.draining = true;
+	srv.drain_end = now_us() + srv.cfg.grace_s * 1000000ull;
+	husk_msg("serve: draining (%u s grace)", srv.cfg.grace_s);
+	if (srv.lfd >= 0) {
+		epoll_ctl(srv.epfd, EPOLL_CTL_DEL, srv.lfd, NULL);
+		close(srv.lfd);
+		srv.lfd = -1;
+		unlink(srv.cfg.socket_path);
+	}
+	for (sb = srv.sandboxes; sb; sb = sb->next)
+		if (sb->from_pool && !sb->owned)
+			sb_kill(sb);
+	while (srv.queue) {
+		struct queued *q = srv.queue;
+
+		srv.queue = q->next;
+		bind_send(&q->to, api_error(q->to.re, E_SHUTTING_DOWN, "husk serve is shutting down",
+					    NULL));
+		bind_clear(&q->to);
+		api_req_free(&q->req);
+		free(q);
+	}
+	srv.queued = 0;
+}
+
+static void reload(void)
+{
+	struct serve_cfg c = srv.cfg;
+
+	tpl_cache_at = 0;	/* templates may have been made anew */
+	if (!c.config_path)
+		return;
+	c.nr_pools = 0;
+	if (serve_read_config(c.config_path, &c)) {
+		husk_msg("serve: SIGHUP: %s (keeping the limits in force)", husk_lasterr());
+		return;
+	}
+	/* Pools named before but not now are emptied. */
+	for (unsigned i = 0; i < srv.cfg.nr_pools; i++) {
+		unsigned j;
+
+		for (j = 0; j < c.nr_pools; j++)
+			if (!strcmp(c.pools[j].template_name, srv.cfg.pools[i].template_name))
+				break;
+		if (j == c.nr_pools && c.nr_pools < SERVE_MAX_POOLS) {
+			c.pools[c.nr_pools] = srv.cfg.pools[i];
+			c.pools[c.nr_pools++].k = 0;
+		}
+	}
+	srv.cfg = c;
+	husk_msg("serve: limits reloaded: max_vms %u, max_mem %" PRIu64 " MiB, max_queue %u",
+		 c.max_vms, c.max_mem_mib, c.max_queue);
+	serve_changed();
+}
+
+static void on_signal(void)
+{
+	struct signalfd_siginfo si;
+
+	while (read(srv.sfd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGHUP)
+			reload();
+		else
+			drain_start();
+	}
+}
+
+static void tick(void)
+{
+	uint64_t now = now_us(), t;
+	struct sandbox *sb;
+
+	if (read(srv.tfd, &t, sizeof(t)) < 0)
+		return;
+	for (sb = srv.sandboxes; sb; sb = sb->next)
+		sb_tick(sb, now);
+	if (srv.draining && now >= srv.drain_end)
+		for (sb = srv.sandboxes; sb; sb = sb->next)
+			sb_kill(sb);
+	pools_fill();
+}
+
+static bool drained(void)
+{
+	struct sandbox *sb;
+
+	for (sb = srv.sandboxes; sb; sb = sb->next)
+		if (!sb->exited)
+			return false;
+	return true;
+}
+
+static int setup(const struct serve_cfg *c)
+{
+	struct itimerspec its = { { 0, TICK_MS * 1000000 }, { 0, TICK_MS * 1000000 } };
+	sigset_t set;
+
+	memset(&srv, 0, sizeof(srv));
+	srv.cfg = *c;
+	srv.lfd = srv.sfd = srv.tfd = -1;
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	sigdelset(&set, SIGCHLD);
+	srv.sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	srv.tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	srv.epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (srv.sfd < 0 || srv.tfd < 0 || srv.epfd < 0 || timerfd_settime(srv.tfd, 0, &its, NULL))
+		return husk_seterr(errno, "serve: %s", strerror(errno));
+	/* What a killed daemon's workers left: taps, cgroups, runtime directories. */
+	run_clean_stale();
+	srv.lfd = listen_on(c->socket_path, c->group);
+	if (srv.lfd < 0)
+		return srv.lfd;
+	if (c->metrics_addr && metrics_start(c->metrics_addr))
+		return -EADDRINUSE;
+	{
+		static struct handle hl, hs, ht;
+
+		ep_add(srv.lfd, &hl, H_LISTEN, NULL, EPOLLIN);
+		ep_add(srv.sfd, &hs, H_SIGNAL, NULL, EPOLLIN);
+		ep_add(srv.tfd, &ht, H_TIMER, NULL, EPOLLIN);
+	}
+	return 0;
+}
+
+int serve_main(const struct serve_cfg *c)
+{
+	struct epoll_event ev[64];
+	int n, i;
+
+	if (setup(c)) {
+		husk_msg("serve: %s", husk_lasterr());
+		return 1;
+	}
+	husk_msg("serve: listening on %s (max %u VMs, %" PRIu64 " MiB, queue %u)",
+		 c->socket_path, c->max_vms, c->max_mem_mib, c->max_queue);
+	pools_fill();
+	publish();
+	while (!(srv.draining && drained())) {
+		n = epoll_wait(srv.epfd, ev, 64, -1);
+		if (n < 0 && errno != EINTR)
+			break;
+		for (i = 0; i < n; i++) {
+			struct handle *h = ev[i].data.ptr;
+
+			switch (h->kind) {
+			case H_LISTEN:
+				on_accept();
+				break;
+			case H_SIGNAL:
+				on_signal();
+				break;
+			case H_TIMER:
+				tick();
+				break;
+			case H_CLIENT: {
+				struct client *cl = h->p;
+
+				if (ev[i].events & EPOLLOUT)
+					client_flush(cl);
+				if (ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+					client_read(cl);
+				/* A client that drained its answers may release its sandboxes. */
+				if (!client_full(cl)) {
+					struct sandbox *sb;
+
+					for (sb = srv.sandboxes; sb; sb = sb->next)
+						sb_resume_check(sb);
+				}
+				break;
+			}
+			default:
+				sb_event(h->p, h, ev[i].events);
+				break;
+			}
+		}
+		reap_clients();
+		reap_sandboxes();
+		serve_changed();
+	}
+	metrics_stop();
+	husk_msg("serve: stopped");
+	return 0;
+}

@@ -1,0 +1,107 @@
+/*
+ * vm_snapshot: a whole VM into a template and back. See vm_snapshot.h.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "x86/hostfp_x86.h"
+#include "lib/util.h"
+#include "template/vm_snapshot.h"
+#include "x86/vmstate_x86.h"
+
+int vm_snapshot(struct vm *vm, struct snap_writer *w, int mem_fd, uint64_t *mem_data,
+		uint32_t *ids, unsigned *nr_ids)
+{
+	uint8_t fp[SNAP_SHA256_LEN], uart[UART_STATE_LEN];
+	int fds[VM_MAX_VCPUS];
+	unsigned i;
+	int err;
+
+	/* No device may move a queue while it is being written down. */
+	evloop_stop(&vm->loop);
+	err = hostfp_x86(&vm->kvm, fp);
+	if (err)
+		return err;
+	snap_begin(w, SNAP_HOST, 0);
+	snap_put(w, T_HOST_FP, fp, sizeof(fp));
+	snap_put_u64(w, T_HOST_TSC_KHZ, vm->tsc_khz);
+	snap_end(w);
+	for (i = 0; i < vm->nr_vcpus; i++) {
+		fds[i] = vm->vcpus[i].fd;
+		err = vmstate_complete_io_x86(fds[i], vm->vcpus[i].run);
+		if (err)
+			return err;
+	}
+	err = vmstate_save_vm_x86(vm->fd, fds, vm->nr_vcpus, w);
+	for (i = 0; !err && i < vm->nr_vcpus; i++)
+		err = vmstate_save_vcpu_x86(&vm->kvm, fds[i], i, w);
+	if (err)
+		return err;
+	for (i = 0; i < vm->nr_virtio; i++) {
+		virtio_mmio_save(vm->virtio[i], w);
+		ids[i] = vm->virtio[i]->ops->device_id;
+	}
+	*nr_ids = vm->nr_virtio;
+	pthread_mutex_lock(&vm->dev_lock);
+	uart_save(&vm->uart, uart);
+	pthread_mutex_unlock(&vm->dev_lock);
+	snap_begin(w, SNAP_DEVICE, SNAP_DEV_UART);
+	snap_put(w, T_UART_STATE, uart, sizeof(uart));
+	snap_end(w);
+	if (w->failed)
+		return husk_seterr(ENOMEM, "the VM's state does not fit a state file");
+	return gmem_save(&vm->mem, mem_fd, mem_data);
+}
+
+int vm_restore_state(struct vm *vm, const struct vm_restore *r)
+{
+	const struct snap_section *sec;
+	uint8_t uart[UART_STATE_LEN];
+	int fds[VM_MAX_VCPUS];
+	unsigned i;
+	int err;
+
+	/* Before anything is set: a template from another kind of host is refused. */
+	err = template_check_host(r->meta, &vm->kvm, vm->tsc_khz);
+	if (err)
+		return err;
+	if (r->meta->vcpus != vm->nr_vcpus || r->meta->nr_devices != vm->nr_virtio)
+		return husk_seterr(EINVAL, "template %s has %llu vCPUs and %u devices, this VM "
+				   "%u and %u", r->meta->name, (unsigned long long)r->meta->vcpus,
+				   r->meta->nr_devices, vm->nr_vcpus, vm->nr_virtio);
+	for (i = 0; i < vm->nr_vcpus; i++) {
+		sec = snap_find(r->snap, SNAP_VCPU, i);
+		if (!sec)
+			return husk_seterr(EINVAL, "the template has no state for vCPU %u", i);
+		err = vmstate_restore_vcpu_x86(&vm->kvm, vm->vcpus[i].fd, i, sec);
+		if (err)
+			return err;
+	}
+	sec = snap_find(r->snap, SNAP_VM, 0);
+	if (!sec)
+		return husk_seterr(EINVAL, "the template has no VM state");
+	for (i = 0; i < vm->nr_vcpus; i++)
+		fds[i] = vm->vcpus[i].fd;
+	err = vmstate_restore_vm_x86(vm->fd, fds, vm->nr_vcpus, sec);
+	if (err)
+		return err;
+	for (i = 0; i < vm->nr_virtio; i++) {
+		sec = snap_find(r->snap, SNAP_DEVICE, i);
+		if (!sec)
+			return husk_seterr(EINVAL, "the template has no state for device slot %u", i);
+		err = virtio_mmio_restore(vm->virtio[i], sec);
+		if (err)
+			return err;
+	}
+	sec = snap_find(r->snap, SNAP_DEVICE, SNAP_DEV_UART);
+	err = sec ? snap_get_exact(sec, T_UART_STATE, uart, sizeof(uart)) :
+		    husk_seterr(EINVAL, "the template has no UART state");
+	if (!err) {
+		pthread_mutex_lock(&vm->dev_lock);
+		err = uart_restore(&vm->uart, uart);
+		pthread_mutex_unlock(&vm->dev_lock);
+		if (err)
+			err = husk_seterr(err, "the template's UART state is invalid");
+	}
+	return err;
+}
