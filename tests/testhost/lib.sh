@@ -1,6 +1,8 @@
 # Shared by the *-inner.sh scripts that run inside the test host: counters,
 # check helpers and a husk runner. Source it after setting W (a scratch
 # directory) and HUSK.
+. "$(dirname "$0")/stall-witness.sh"
+stall_watch $W/ticks
 pass=0 fail=0
 ok() { echo "ok   - $1"; pass=$((pass + 1)); }
 bad() { echo "FAIL - $1"; fail=$((fail + 1)); }
@@ -11,6 +13,8 @@ show() { sed 's/^/    | /' "$@" | tail -n "${SHOW_LINES:-15}"; }
 guest_detail() {
 	[ -f "$1" ] && tail -n 40 "$1" | tr -d '\r' | sed 's/^/    console| /'
 	dmesg 2>/dev/null | grep -i 'kvm' | tail -n 10 | sed 's/^/    host kvm| /'
+	[ -n "${run_u0:-}" ] &&
+		echo "    test host: longest standstill during the run $(stall_gap $W/ticks "$run_u0") s"
 }
 # has NAME FILE REGEX / hasnt NAME FILE REGEX (basic regular expressions)
 has() { if grep -q -- "$3" "$2"; then ok "$1"; else bad "$1: no '$3'"; show "$2"; fi; }
@@ -21,6 +25,7 @@ run() {
 	name=$1 want=$2
 	shift 2
 	rm -f $W/console
+	run_u0=$(uptime_cs)
 	"$HUSK" "$@" >$W/out 2>$W/err </dev/null
 	st=$?
 	if [ "$st" = "$want" ]; then
