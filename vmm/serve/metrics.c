@@ -2,6 +2,7 @@
  * metrics: husk serve's Prometheus metrics. See metrics.h.
  */
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <pthread.h>
@@ -9,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "lib/util.h"
 #include "serve/metrics.h"
 
@@ -204,6 +206,53 @@ char *metrics_render(void)
 
 /* ---- HTTP ---- */
 
+/*
+ * libmicrohttpd is loaded only when --metrics asks for it. Linked, it brings
+ * GnuTLS and seven more libraries that every husk run and boot would map and
+ * relocate before its first instruction; under nested virtualization that
+ * load is a visible part of the cold path (docs/architecture.md, Figures).
+ */
+static struct {
+	void *dl;
+	__typeof__(&MHD_start_daemon) start_daemon;
+	__typeof__(&MHD_stop_daemon) stop_daemon;
+	__typeof__(&MHD_create_response_from_buffer) response_from_buffer;
+	__typeof__(&MHD_add_response_header) add_response_header;
+	__typeof__(&MHD_queue_response) queue_response;
+	__typeof__(&MHD_destroy_response) destroy_response;
+} L;
+
+static int load_mhd(void)
+{
+	const char *missing = NULL;
+
+	if (L.dl)
+		return 0;
+	L.dl = dlopen(MHD_SONAME, RTLD_NOW | RTLD_LOCAL);
+	if (!L.dl)
+		return husk_seterr(ENOENT, "--metrics: cannot load %s (%s): install the Debian "
+				   "package that provides it (libmicrohttpd12)", MHD_SONAME, dlerror());
+#define SYM(f, name) \
+	do { \
+		*(void **)&L.f = dlsym(L.dl, name); \
+		if (!L.f && !missing) \
+			missing = name; \
+	} while (0)
+	SYM(start_daemon, "MHD_start_daemon");
+	SYM(stop_daemon, "MHD_stop_daemon");
+	SYM(response_from_buffer, "MHD_create_response_from_buffer");
+	SYM(add_response_header, "MHD_add_response_header");
+	SYM(queue_response, "MHD_queue_response");
+	SYM(destroy_response, "MHD_destroy_response");
+#undef SYM
+	if (missing) {
+		dlclose(L.dl);
+		L.dl = NULL;
+		return husk_seterr(ENOENT, "--metrics: %s has no %s", MHD_SONAME, missing);
+	}
+	return 0;
+}
+
 static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *url,
 			      const char *method, const char *version, const char *data,
 			      size_t *size, void **state)
@@ -223,16 +272,16 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 			code = MHD_HTTP_INTERNAL_SERVER_ERROR;
 	}
 	if (code != MHD_HTTP_OK)
-		r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+		r = L.response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
 	else
-		r = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+		r = L.response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
 	if (!r) {
 		free(body);
 		return MHD_NO;
 	}
-	MHD_add_response_header(r, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
-	ret = MHD_queue_response(c, code, r);
-	MHD_destroy_response(r);
+	L.add_response_header(r, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+	ret = L.queue_response(c, code, r);
+	L.destroy_response(r);
 	return ret;
 }
 
@@ -272,7 +321,9 @@ int metrics_start(const char *addr)
 				   "in brackets)", addr);
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
-	M.http = MHD_start_daemon(flags, 0, NULL, NULL, answer, NULL,
+	if (load_mhd())
+		return -1;
+	M.http = L.start_daemon(flags, 0, NULL, NULL, answer, NULL,
 				  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 				  MHD_OPTION_CONNECTION_LIMIT, 16u,
 				  MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
@@ -284,6 +335,6 @@ int metrics_start(const char *addr)
 void metrics_stop(void)
 {
 	if (M.http)
-		MHD_stop_daemon(M.http);
+		L.stop_daemon(M.http);
 	M.http = NULL;
 }
