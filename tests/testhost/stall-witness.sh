@@ -14,13 +14,17 @@ uptime_cs() {
 	echo "${up%.*}${up#*.}"
 }
 stall_watch() {
-	(
-		while :; do
-			uptime_cs
-			sleep 1
-		done >"$1"
-	) </dev/null 2>/dev/null &
-	STALL_WITNESS=$!
+	# Started from a command substitution, the ticker is not a child of
+	# this shell: a plain `wait` in the caller must not wait for it.
+	STALL_WITNESS=$(
+		(
+			while :; do
+				uptime_cs
+				sleep 1
+			done
+		) </dev/null >"$1" 2>/dev/null &
+		echo $!
+	)
 	trap 'kill $STALL_WITNESS 2>/dev/null' EXIT
 }
 stall_gap() {
