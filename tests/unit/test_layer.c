@@ -1155,6 +1155,16 @@ START_TEST(other_compressions_refused)
 	expect_err(apply_bytes("\xfd" "7zXZ\0\0\0\0\0\0\0\0", 12, 1), "xz-compressed");
 	fresh(NULL);
 	expect_err(apply_bytes("BZh91AY&SY", 10, 1), "bzip2-compressed");
+	/* a tar whose first name merely starts like bzip2 is a tar */
+	fresh(NULL);
+	{
+		struct buf b = { 0 };
+
+		t_file(&b, "BZh9-notes", 0644, 0, 0, "x");
+		t_end(&b);
+		expect_ok(apply_raw(&b, 1));
+		assert_content("BZh9-notes", "x");
+	}
 	fresh(NULL);
 	{
 		char junk[1024];

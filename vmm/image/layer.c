@@ -370,6 +370,9 @@ static ssize_t gz_fill(struct applier *a)
 			return husk_seterr(EINVAL, "layer %u: corrupt gzip stream: %s", a->index,
 					   a->zs.msg ? a->zs.msg : "inflate failed");
 		made = CHUNK - a->zs.avail_out;
+		/* With input and room for output zlib moves; never spin if not. */
+		if (!made && ret != Z_STREAM_END && before == a->zs.avail_in)
+			return husk_seterr(EINVAL, "layer %u: corrupt gzip stream", a->index);
 		a->in_total += before - a->zs.avail_in;
 		a->out_total += made;
 		if (max_ratio && a->out_total > LAYER_RATIO_GRACE &&
@@ -446,13 +449,13 @@ static int src_start(struct applier *a)
 	} refused[] = {
 		{ "\x28\xb5\x2f\xfd", 4, "zstd" },
 		{ "\xfd" "7zXZ\0", 6, "xz" },
-		{ "BZh", 3, "bzip2" },
 		{ "\x04\x22\x4d\x18", 4, "lz4" },
 	};
+	const unsigned char *p = a->ibuf;
 	size_t got = 0, i;
 	ssize_t n;
 
-	while (got < 8) {
+	while (got < 16) {
 		n = read_some(a, a->ibuf + got, CHUNK - got);
 		if (n < 0)
 			return n;
@@ -464,6 +467,11 @@ static int src_start(struct applier *a)
 		if (got >= refused[i].len && !memcmp(a->ibuf, refused[i].magic, refused[i].len))
 			return husk_seterr(ENOTSUP, "layer %u: %s-compressed layers are not supported",
 					   a->index, refused[i].what);
+	/* "BZh" alone could start a file name: bzip2 is its level and block magic. */
+	if (got >= 10 && !memcmp(p, "BZh", 3) && p[3] >= '1' && p[3] <= '9' &&
+	    (!memcmp(p + 4, "1AY&SY", 6) || !memcmp(p + 4, "\x17rE8P\x90", 6)))
+		return husk_seterr(ENOTSUP, "layer %u: bzip2-compressed layers are not supported",
+				   a->index);
 	if (got >= 2 && a->ibuf[0] == 0x1f && a->ibuf[1] == 0x8b) {
 		if (inflateInit2(&a->zs, 15 + 16) != Z_OK)
 			return husk_seterr(ENOMEM, "layer %u: inflateInit2 failed", a->index);
@@ -544,7 +552,7 @@ static int parse_num(const unsigned char *f, size_t width, int64_t *out)
 /* A PAX decimal: digits only (mtime: an optional '-' and fraction). */
 static int pax_num(const char *v, size_t len, bool time, int64_t *out)
 {
-	size_t i = 0;
+	size_t i = 0, start;
 	bool neg = false;
 	uint64_t x = 0;
 
@@ -552,14 +560,12 @@ static int pax_num(const char *v, size_t len, bool time, int64_t *out)
 		neg = true;
 		i++;
 	}
-	if (i == len)
-		return -EINVAL;
-	for (; i < len && v[i] != '.'; i++) {
+	for (start = i; i < len && v[i] != '.'; i++) {
 		if (v[i] < '0' || v[i] > '9' || x > (uint64_t)INT64_MAX / 10)
 			return -EINVAL;
 		x = x * 10 + (v[i] - '0');
 	}
-	if (x > (uint64_t)INT64_MAX)
+	if (i == start || x > (uint64_t)INT64_MAX)
 		return -EINVAL;
 	if (i < len) {
 		/* Sub-second precision: checked, then dropped. */
