@@ -350,8 +350,75 @@ def dns():
     put("dns", "bad-counts", dpair(struct.pack("!HHHHHH", 6, 0, 2, 1, 1, 9) + dname("x"), b""))
 
 
+
+# ---- layer -----------------------------------------------------------------
+# byte 0: bit 0 = each layer is a raw tar (harness gzips it); the layers are
+# separated by "HUSKLAYR" (four at most).
+def mklayer(entries, fmt=tarfile.PAX_FORMAT):
+    bio = io.BytesIO()
+    with tarfile.open(fileobj=bio, mode="w", format=fmt) as tf:
+        for e in entries:
+            name, kind = e[0], e[1]
+            ti = tarfile.TarInfo(name)
+            ti.mtime = 1700000000
+            ti.uid = ti.gid = 0
+            if kind == "dir":
+                ti.type, ti.mode = tarfile.DIRTYPE, e[2] if len(e) > 2 else 0o755
+                tf.addfile(ti)
+            elif kind in ("sym", "lnk"):
+                ti.type = tarfile.SYMTYPE if kind == "sym" else tarfile.LNKTYPE
+                ti.linkname = e[2]
+                tf.addfile(ti)
+            elif kind in ("chr", "fifo"):
+                ti.type = tarfile.CHRTYPE if kind == "chr" else tarfile.FIFOTYPE
+                tf.addfile(ti)
+            else:
+                data = e[2]
+                ti.size, ti.mode = len(data), e[3] if len(e) > 3 else 0o644
+                if len(e) > 4:
+                    ti.pax_headers = e[4]
+                tf.addfile(ti, io.BytesIO(data))
+    raw = bio.getvalue().rstrip(b"\0")
+    raw += bytes(-len(raw) % 512)
+    return raw + bytes(1024)
+
+
+def layers(flag, *ls):
+    return bytes([flag]) + b"HUSKLAYR".join(ls)
+
+
+def layer():
+    base = mklayer([("etc", "dir"), ("etc/passwd", "file", b"root:x:0:0\n"),
+                    ("bin", "dir"), ("bin/su", "file", b"su", 0o4755),
+                    ("bin/sh", "sym", "busybox"), ("bin/su2", "lnk", "bin/su"),
+                    ("tmp", "dir", 0o1777), ("d", "dir"), ("d/old", "file", b"old"),
+                    ("d/sub", "dir"), ("d/sub/x", "file", b"x")])
+    upper = mklayer([(".wh.tmp", "file", b""), ("d", "dir", 0o700), ("d/new", "file", b"n"),
+                     ("d/.wh..wh..opq", "file", b""), ("etc/passwd", "dir"),
+                     ("bin/.wh.sh", "file", b""), ("dev/null", "chr"), ("run/f", "fifo")])
+    put("layer", "two-raw", layers(1, base, upper))
+    put("layer", "two-gz", layers(0, gz(base), gz(upper)))
+    put("layer", "pax-raw", layers(1, mklayer([
+        ("p/" + "n" * 120 + "/" + "m" * 120, "file", b"pax", 0o644,
+         {"SCHILY.xattr.user.a": "1", "mtime": "1.5", "uid": "4000000000"})])))
+    put("layer", "gnu-raw", layers(1, mklayer([("g/" + "l" * 150, "file", b"gnu"),
+                                               ("g/s", "sym", "t" * 200)], tarfile.GNU_FORMAT)))
+    put("layer", "escape-raw", layers(1, mklayer([("up", "sym", ".."), ("up/t/x", "file", b"x")]),
+                                      mklayer([("/abs/x", "file", b"x"), ("a/../../x", "file", b"x")])))
+    put("layer", "link-later-raw", layers(1, mklayer([("l", "sym", "/")]),
+                                          mklayer([("l/tmp/x", "file", b"x")])))
+    put("layer", "hardlinks-raw", layers(1, mklayer([("f", "file", b"f"), ("d", "dir"),
+                                                     ("h1", "lnk", "f"), ("h2", "lnk", "d"),
+                                                     ("h3", "lnk", "../f")])))
+    put("layer", "replace-raw", layers(1, mklayer([("x", "file", b"1"), ("y", "dir"), ("y/z", "file", b"z")]),
+                                       mklayer([("x", "dir"), ("x/in", "file", b"i"), ("y", "file", b"f")]),
+                                       mklayer([(".wh.x", "file", b""), (".wh..wh..opq", "file", b"")])))
+    put("layer", "zstd", b"\x00\x28\xb5\x2f\xfd" + bytes(16))
+    put("layer", "truncated-gz", layers(0, gz(base)[:-20]))
+
+
 def main():
-    for fn in (virtqueue, vsock, proto, session, tar, loader, cli, snapshot, dns):
+    for fn in (virtqueue, vsock, proto, session, tar, loader, cli, snapshot, dns, layer):
         fn()
     for t in sorted(os.listdir(CORPUS)):
         d = os.path.join(CORPUS, t)

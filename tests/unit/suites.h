@@ -48,5 +48,6 @@ Suite *util_suite(void);
 Suite *snapshot_suite(void);
 Suite *template_suite(void);
 Suite *session_suite(void);
+Suite *layer_suite(void);
 
 #endif
