@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
@@ -15,6 +16,7 @@ const char cli_usage[] =
 	"Commands:\n"
 	"  run       run a command in a fresh, ephemeral microVM\n"
 	"  template  make, list, check and remove templates (saved booted VMs)\n"
+	"  image     import, list and remove container images (guest roots)\n"
 	"  serve     the host daemon: sandboxes for clients on a Unix socket\n"
 	"  ps        list the sandboxes of a husk serve\n"
 	"  exec      run a command in a husk serve session\n"
@@ -79,6 +81,8 @@ enum cli_command cli_command(int argc, char **argv)
 		return CLI_RUN;
 	if (!strcmp(c, "template"))
 		return CLI_TEMPLATE;
+	if (!strcmp(c, "image"))
+		return CLI_IMAGE;
 	if (!strcmp(c, "serve"))
 		return CLI_SERVE;
 	if (!strcmp(c, "ps"))
@@ -100,6 +104,30 @@ int cli_num_opt(const char *name, const char *val, uint64_t min, uint64_t max,
 		return husk_seterr(EINVAL, "%s '%s' is not a number in %llu..%llu", name, val,
 				   (unsigned long long)min, (unsigned long long)max);
 	return 0;
+}
+
+int cli_action(int argc, char **argv, const char *cmd, const char *const *actions,
+	       unsigned n)
+{
+	char choices[256] = "";
+	const char *act = argc >= 2 ? argv[1] : NULL;
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		const char *bar = strchr(actions[i], '|');
+		size_t l = bar ? (size_t)(bar - actions[i]) : strlen(actions[i]);
+
+		if (act && ((strlen(act) == l && !strncmp(act, actions[i], l)) ||
+			    (bar && !strcmp(act, bar + 1))))
+			return (int)i;
+		snprintf(choices + strlen(choices), sizeof(choices) - strlen(choices), "%s%.*s",
+			 i ? (i + 1 == n ? " or " : ", ") : "", (int)l, actions[i]);
+	}
+	if (!act)
+		return husk_seterr(EINVAL, "%s needs an action: %s", cmd, choices);
+	if (!strcmp(act, "--help") || !strcmp(act, "-h") || !strcmp(act, "help"))
+		return CLI_ACTION_HELP;
+	return husk_seterr(EINVAL, "unknown %s action '%s' (%s)", cmd, act, choices);
 }
 
 int cli_bad_option(int c, char **argv)

@@ -15,7 +15,7 @@
 #define CLI_MAX_TIMEOUT_SEC (7 * 24 * 3600)
 
 enum cli_command {
-	CLI_NONE, CLI_HELP, CLI_VERSION, CLI_BOOT, CLI_RUN, CLI_TEMPLATE, CLI_SERVE, CLI_PS,
+	CLI_NONE, CLI_HELP, CLI_VERSION, CLI_BOOT, CLI_RUN, CLI_TEMPLATE, CLI_IMAGE, CLI_SERVE, CLI_PS,
 	CLI_EXEC, CLI_KILL,
 };
 
@@ -48,6 +48,14 @@ int cli_parse_boot(int argc, char **argv, struct boot_opts *o);
 int cli_num_opt(const char *name, const char *val, uint64_t min, uint64_t max,
 		uint64_t *out);
 int cli_bad_option(int c, char **argv);
+/*
+ * The action of a command that has them ("husk image import ..."): its
+ * index in actions[] (each "name" or "name|alias"), CLI_ACTION_HELP for
+ * help, --help or -h, or -EINVAL naming the choices.
+ */
+#define CLI_ACTION_HELP 1000
+int cli_action(int argc, char **argv, const char *cmd, const char *const *actions,
+	       unsigned n);
 
 extern const char cli_usage[];
 extern const char cli_boot_usage[];

@@ -166,29 +166,21 @@ static int parse_simple(int argc, char **argv, struct template_opts *o, bool jso
 
 int cli_parse_template(int argc, char **argv, struct template_opts *o)
 {
+	static const char *const actions[] = { "create", "ls|list", "rm|remove", "verify" };
 	const char *act;
 	int err;
 
 	memset(o, 0, sizeof(*o));
 	cli_run_defaults(&o->run);
-	if (argc < 2)
-		return husk_seterr(EINVAL, "template needs an action: create, ls, rm or verify");
-	act = argv[1];
-	if (!strcmp(act, "--help") || !strcmp(act, "-h") || !strcmp(act, "help")) {
+	err = cli_action(argc, argv, "template", actions, ARRAY_SIZE(actions));
+	if (err < 0)
+		return err;
+	if (err == CLI_ACTION_HELP) {
 		o->help = true;
 		return 0;
 	}
-	if (!strcmp(act, "create"))
-		o->action = TPL_CREATE;
-	else if (!strcmp(act, "ls") || !strcmp(act, "list"))
-		o->action = TPL_LS;
-	else if (!strcmp(act, "rm") || !strcmp(act, "remove"))
-		o->action = TPL_RM;
-	else if (!strcmp(act, "verify"))
-		o->action = TPL_VERIFY;
-	else
-		return husk_seterr(EINVAL, "unknown template action '%s' (create, ls, rm, verify)",
-				   act);
+	o->action = (enum template_action)err;
+	act = argv[1];
 	optind = 0;
 	opterr = 0;
 	/* Options may come before or after the name: getopt sees argv[1..]. */
