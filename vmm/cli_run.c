@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "cli_run.h"
+#include "image/image.h"
 #include "net/dns.h"
 #include "lib/util.h"
 #include "machine/vm.h"
@@ -26,7 +27,8 @@ const char cli_run_usage[] =
 	"                [--cpus N] [--pids-max N]\n"
 	"                [--uid-range BASE:COUNT] [--no-hugepages] [--no-jail] [--verbose]\n"
 	"                [--server PATH]\n"
-	"                [--template NAME [--template-dir DIR]] -- CMD [ARGS...]\n"
+	"                [--template NAME [--template-dir DIR]]\n"
+	"                [--image NAME [--image-dir DIR]] -- CMD [ARGS...]\n"
 	"\n"
 	"Boot a fresh microVM, run CMD inside as the unprivileged agentuser in a\n"
 	"tmpfs workspace (/tmp/workspace) on a read-only root, stream its stdout and\n"
@@ -87,6 +89,11 @@ const char cli_run_usage[] =
 	"                      its memory, vCPUs, kernel and root image are the\n"
 	"                      template's\n"
 	"  --template-dir DIR  where templates live (default /var/lib/husk/templates)\n"
+	"  --image NAME        boot on imported container image NAME (husk image\n"
+	"                      import) instead of the default root; without CMD\n"
+	"                      run its Entrypoint and Cmd; its Env comes before\n"
+	"                      --env, its WorkingDir is the default --cwd\n"
+	"  --image-dir DIR     where images live (default /var/lib/husk/images)\n"
 	"  --no-hugepages      back guest RAM with small pages only (default:\n"
 	"                      transparent huge pages where the host has them)\n"
 	"  --cwd DIR           the job's working directory (default the workspace;\n"
@@ -533,7 +540,7 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 	       O_NET, O_ALLOW, O_CONN_RATE, O_EGRESS_LIMIT, O_EGRESS_RATE, O_MAX_DESTS, O_ALLOW_HOST, O_DENY, O_CPUS,
 	       O_PIDS_MAX, O_UID_RANGE, O_NO_JAIL, O_GET_KEEP_MODES, O_JSON_FD, O_RESULT,
 	       O_TEMPLATE, O_TEMPLATE_DIR, O_NO_HUGEPAGES, O_SESSION_FD, O_SERVER, O_CWD,
-	       O_POLICY_FD };
+	       O_POLICY_FD, O_IMAGE, O_IMAGE_DIR };
 	bool mem_set = false, vcpus_set = false;
 	static const struct option opts[] = {
 		{ "kernel", required_argument, NULL, O_KERNEL },
@@ -574,6 +581,8 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 		{ "result", required_argument, NULL, O_RESULT },
 		{ "template", required_argument, NULL, O_TEMPLATE },
 		{ "template-dir", required_argument, NULL, O_TEMPLATE_DIR },
+		{ "image", required_argument, NULL, O_IMAGE },
+		{ "image-dir", required_argument, NULL, O_IMAGE_DIR },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t v;
@@ -748,6 +757,15 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 				err = husk_seterr(EINVAL, "--template-dir needs a directory");
 			o->template_dir = optarg;
 			break;
+		case O_IMAGE:
+			err = image_name_check(optarg);
+			o->image = optarg;
+			break;
+		case O_IMAGE_DIR:
+			if (!*optarg)
+				err = husk_seterr(EINVAL, "--image-dir needs a directory");
+			o->image_dir = optarg;
+			break;
 		case O_HELP:
 			o->help = true;
 			return 0;
@@ -764,9 +782,16 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 		if (o->job.stdin || o->nr_get || o->get_always || o->get_keep_modes)
 			return husk_seterr(EINVAL, "--session-fd: stdin and files go through the "
 					   "session, not --stdin or --get");
-	} else if (optind >= argc) {
+	} else if (optind >= argc && !o->image) {
 		return husk_seterr(EINVAL, "no command given: husk run [OPTIONS] -- CMD [ARGS...]");
 	}
+	if (o->image_dir && !o->image)
+		return husk_seterr(EINVAL, "--image-dir without --image");
+	if (o->image && (o->rootfs || o->template_name))
+		return husk_seterr(EINVAL, "--image is the root image: not with --%s",
+				   o->rootfs ? "rootfs" : "template");
+	if (o->image && o->server)
+		return husk_seterr(EINVAL, "--image with --server: not yet (run it directly)");
 	if (o->get_always && !o->nr_get)
 		return husk_seterr(EINVAL, "--get-always without --get");
 	if (o->get_keep_modes && !o->nr_get)

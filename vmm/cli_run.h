@@ -125,6 +125,10 @@ struct run_opts {
 	/* Templates (template.h). */
 	const char *template_name;	/* --template NAME: restore instead of boot */
 	const char *template_dir;	/* --template-dir DIR (NULL: the default) */
+	/* Images (image/image.h): the root and, without a command, the job. */
+	const char *image;		/* --image NAME; NULL */
+	const char *image_dir;		/* --image-dir DIR (NULL: the default) */
+	bool image_init;		/* the root's init is IMAGE_INIT_PATH */
 	bool template_create;		/* husk template create: boot, save as
 					 * template_name, no job */
 	bool json;			/* the record on stdout, as its last line */

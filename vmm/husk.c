@@ -23,6 +23,7 @@
 #include "config.h"
 #include "lib/host_file.h"
 #include "cli.h"
+#include "cli_image.h"
 #include "cli_template.h"
 #include "machine/guest_prof.h"
 #include "lib/json.h"
@@ -30,6 +31,7 @@
 #include "run/run.h"
 #include "sandbox/seccomp.h"
 #include "template/template.h"
+#include "image/image.h"
 #include "lib/util.h"
 #include "machine/vm.h"
 
@@ -299,8 +301,50 @@ static int cmd_boot(int argc, char **argv, uint64_t start, uint64_t start_wall)
 	return code;
 }
 
+/*
+ * husk run --image: the image's root and, where the command line is
+ * silent, its command, environment and working directory.
+ */
+static int use_image(struct run_opts *o, struct image_info *img)
+{
+	static char *argv[IMAGE_MAX_ARGS * 2 + 1];
+	int i;
+
+	if (image_find(o->image_dir ? o->image_dir : IMAGE_DEFAULT_DIR, o->image, img)) {
+		fprintf(stderr, "husk run: --image %s: %s\n", o->image, husk_lasterr());
+		return -1;
+	}
+	o->rootfs = img->rootfs;
+	o->image_init = true;
+	if (!o->job.argc) {
+		if (!img->argc) {
+			fprintf(stderr, "husk run: image %s has no Entrypoint or Cmd: give a "
+				"command after --\n", o->image);
+			return -1;
+		}
+		for (i = 0; i < img->argc && i < (int)ARRAY_SIZE(argv) - 1; i++)
+			argv[i] = img->argv[i];
+		o->job.argv = argv;
+		o->job.argc = i;
+	}
+	if (img->nr_env + o->job.nr_env > JOB_MAX_ENV) {
+		fprintf(stderr, "husk run: image %s: its %d Env entries and --env make more "
+			"than %d\n", o->image, img->nr_env, JOB_MAX_ENV);
+		return -1;
+	}
+	/* The image's first, so --env overrides it. */
+	memmove(o->job.env + img->nr_env, o->job.env, o->job.nr_env * sizeof(o->job.env[0]));
+	for (i = 0; i < img->nr_env; i++)
+		o->job.env[i] = img->env[i];
+	o->job.nr_env += img->nr_env;
+	if (!o->job.cwd && img->workdir)
+		o->job.cwd = img->workdir;
+	return 0;
+}
+
 static int cmd_run(int argc, char **argv, uint64_t start)
 {
+	static struct image_info img;
 	struct run_opts o;
 	struct run_result r;
 	int code;
@@ -316,6 +360,8 @@ static int cmd_run(int argc, char **argv, uint64_t start)
 	husk_verbose = o.verbose;
 	if (o.server)
 		return client_run(&o, o.server);
+	if (o.image && use_image(&o, &img))
+		return RUN_EXIT_FAILURE;
 	phase_mark(PH_OPTIONS);
 	/* Without the jail there are no filters to weaken. */
 	if (o.no_jail)
@@ -337,6 +383,50 @@ static int cmd_run(int argc, char **argv, uint64_t start)
 			 (long long)r.t_init, (long long)r.t_job_start, (long long)r.t_job_end,
 			 (long long)r.t_exit, (long long)r.t_teardown);
 	return code;
+}
+
+/* ---- husk image ---- */
+
+static int cmd_image(int argc, char **argv)
+{
+	struct image_import_opts io = { 0 };
+	struct image_opts o;
+	char init[PATH_MAX];
+	int err;
+
+	if (cli_parse_image(argc, argv, &o)) {
+		fprintf(stderr, "husk image: %s\nTry 'husk image --help'.\n", husk_lasterr());
+		return EXIT_USAGE;
+	}
+	if (o.help) {
+		fputs(cli_image_usage, stdout);
+		return 0;
+	}
+	switch (o.action) {
+	case IMG_IMPORT:
+		err = run_find_image(NULL, "HUSK_INIT", "husk-init", init, sizeof(init));
+		if (!err) {
+			io.src = o.src;
+			io.name = o.name;
+			io.ref = o.ref;
+			io.dir = o.dir;
+			io.init = init;
+			io.json = o.json;
+			err = image_import(&io);
+		}
+		break;
+	case IMG_LS:
+		err = image_ls(o.dir, o.json);
+		break;
+	default:
+		err = image_rm(o.dir, o.name);
+		break;
+	}
+	if (err) {
+		fprintf(stderr, "husk image: %s\n", husk_lasterr());
+		return RUN_EXIT_FAILURE;
+	}
+	return 0;
 }
 
 /* ---- husk template ---- */
@@ -524,6 +614,8 @@ int main(int argc, char **argv)
 		return cmd_run(argc - 1, argv + 1, start);
 	case CLI_TEMPLATE:
 		return cmd_template(argc - 1, argv + 1, start);
+	case CLI_IMAGE:
+		return cmd_image(argc - 1, argv + 1);
 	case CLI_SERVE:
 		return cmd_serve(argc - 1, argv + 1);
 	case CLI_PS:

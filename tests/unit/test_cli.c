@@ -444,6 +444,27 @@ START_TEST(run_minimal_defaults)
 }
 END_TEST
 
+START_TEST(run_image)
+{
+	/* The image may bring the command: none needed with --image. */
+	ck_assert_int_eq(RUN("--image", "app:1"), 0);
+	ck_assert_str_eq(ro.image, "app:1");
+	ck_assert_int_eq(ro.job.argc, 0);
+	ck_assert_int_eq(RUN("--image", "app", "--image-dir", "/s", "--", "ls"), 0);
+	ck_assert_str_eq(ro.image_dir, "/s");
+	ck_assert_int_eq(ro.job.argc, 1);
+	assert_rejected(RUN("--image", "app", "--rootfs", "r"), "not with --rootfs");
+	assert_rejected(RUN("--image", "app", "--template", "t"), "not with --template");
+	assert_rejected(RUN("--image-dir", "/s", "--", "true"), "--image-dir without --image");
+	assert_rejected(RUN("--image", "a/../x"), "contains '..'");
+	assert_rejected(RUN("--image", "-x"), "starting with a letter or digit");
+	assert_rejected(RUN("--image", "a b"), "letters, digits");
+	assert_rejected(RUN("--image", "app", "--image-dir", ""), "needs a directory");
+	assert_rejected(RUN("--image", "app", "--server", "/s"), "--server");
+	assert_rejected(RUN("--mem", "64"), "no command given");
+}
+END_TEST
+
 START_TEST(run_all_options)
 {
 	ck_assert_int_eq(RUN("--kernel", "k", "--rootfs", "r", "--mem", "1024", "--vcpus", "4",
@@ -1092,6 +1113,7 @@ Suite *cli_suite(void)
 	tcase_add_test(tc, run_pids_max);
 	tcase_add_test(tc, run_uid_range);
 	tcase_add_test(tc, run_uid_range_rejected);
+	tcase_add_test(tc, run_image);
 	suite_add_tcase(s, tc);
 	return s;
 }

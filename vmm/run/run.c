@@ -96,8 +96,8 @@ struct sup {
 
 /* ---- default images ---- */
 
-static int find_image(const char *given, const char *env, const char *name,
-		      char *out, size_t len)
+int run_find_image(const char *given, const char *env, const char *name,
+		   char *out, size_t len)
 {
 	char exe[PATH_MAX], *slash;
 	ssize_t n;
@@ -816,10 +816,10 @@ static int prepare(struct sup *S)
 		S->r->from_template = true;
 		S->r->t_restore_open = now_us() - S->start;
 	} else {
-		err = find_image(o->kernel, "HUSK_KERNEL", "vmlinux", S->kernel,
+		err = run_find_image(o->kernel, "HUSK_KERNEL", "vmlinux", S->kernel,
 				 sizeof(S->kernel));
 		if (!err)
-			err = find_image(o->rootfs, "HUSK_ROOTFS", "rootfs.ext4", S->rootfs,
+			err = run_find_image(o->rootfs, "HUSK_ROOTFS", "rootfs.ext4", S->rootfs,
 					 sizeof(S->rootfs));
 		if (!err && o->template_create)
 			err = run_tpl_begin(&S->tpl, o, S->kernel, S->rootfs);

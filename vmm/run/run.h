@@ -25,6 +25,8 @@
 #define RUN_DENIED_KEEP EGRESS_DENIED_MAX
 #define RUN_DNS_REFUSED_KEEP DNS_PROXY_REFUSED_KEEP
 #define RUN_CMDLINE "root=/dev/vda ro rootfstype=ext4 init=/sbin/init quiet"
+/* An imported container image: guest-init where husk put it (image.h). */
+#define RUN_CMDLINE_IMAGE "root=/dev/vda ro rootfstype=ext4 init=/.husk/init quiet"
 
 struct run_result {
 	int exit_code;			/* what husk exits with */
@@ -80,6 +82,12 @@ struct run_result {
 void run_clean_stale(void);
 /* Run the job; fills r and returns husk's exit status. */
 int run_job(const struct run_opts *o, uint64_t start_us, struct run_result *r);
+/*
+ * A default guest file: given, else $env, else images/NAME next to the
+ * husk binary, else the installed one. 0, or -ENOENT saying how to get it.
+ */
+int run_find_image(const char *given, const char *env, const char *name,
+		   char *out, size_t len);
 /* The result record's "schema": bumped when a field changes meaning or goes. */
 #define RUN_RECORD_SCHEMA "husk.run/1"
 /* Write the JSON result record, one line with its '\n', to f. */

@@ -809,7 +809,7 @@ static int setup(struct rvm *R)
 	cfg.rng = true;
 	cfg.vsock_uds = VSOCK_NAME;
 	cfg.guest_cid = RUN_GUEST_CID;
-	cfg.cmdline = RUN_CMDLINE;
+	cfg.cmdline = o->image_init ? RUN_CMDLINE_IMAGE : RUN_CMDLINE;
 	cfg.mem_bytes = o->mem_mib << 20;
 	cfg.nr_vcpus = o->vcpus;
 	cfg.console_fd = a->console_fd;
