@@ -205,18 +205,25 @@ static void sweep_builds(int dfd)
 
 /* ---- import ---- */
 
-/* A config's string array field, checked (NULL when absent or null). */
-static json_t *str_array(json_t *o, const char *key, size_t max)
+/*
+ * A config's string array field into r: absent or null is fine, anything
+ * else must be an array of at most max strings of at most 4096 bytes.
+ */
+static int str_array(json_t *o, const char *key, size_t max, json_t *r)
 {
 	json_t *a = json_object_get(o, key), *v;
 	size_t i;
 
+	if (!a || json_is_null(a))
+		return 0;
 	if (!json_is_array(a) || json_array_size(a) > max)
-		return NULL;
+		return husk_seterr(EINVAL, "the image config's %s is not an array of at most "
+				   "%zu strings", key, max);
 	json_array_foreach(a, i, v)
 		if (!json_is_string(v) || strlen(json_string_value(v)) > 4096)
-			return NULL;
-	return json_deep_copy(a);
+			return husk_seterr(EINVAL, "the image config's %s has an entry that is "
+					   "not a string of at most 4096 bytes", key);
+	return json_object_set(r, key, a);
 }
 
 /* What a job needs of the image config ("config" of the OCI config). */
@@ -241,14 +248,12 @@ static int job_config(const char *text, json_t **out)
 	}
 	cfg = json_object_get(c, "config");
 	if (json_is_object(cfg)) {
-		json_t *v;
-
-		if ((v = str_array(cfg, "Entrypoint", IMAGE_MAX_ARGS)))
-			json_object_set_new(r, "Entrypoint", v);
-		if ((v = str_array(cfg, "Cmd", IMAGE_MAX_ARGS)))
-			json_object_set_new(r, "Cmd", v);
-		if ((v = str_array(cfg, "Env", IMAGE_MAX_ARGS)))
-			json_object_set_new(r, "Env", v);
+		if (str_array(cfg, "Entrypoint", IMAGE_MAX_ARGS, r) ||
+		    str_array(cfg, "Cmd", IMAGE_MAX_ARGS, r) ||
+		    str_array(cfg, "Env", IMAGE_MAX_ARGS, r)) {
+			json_decref(c);
+			return -EINVAL;
+		}
 		s = json_string_value(json_object_get(cfg, "WorkingDir"));
 		if (s && *s == '/' && strlen(s) < 1024)
 			json_object_set_new(r, "WorkingDir", json_string(s));
@@ -503,8 +508,14 @@ int image_import(const struct image_import_opts *o)
 			goto out;
 		}
 		fchmodat(S.dfd, name, 0644, 0);
-	} else {
-		json_t *fresh = meta_load(S.dfd, key);	/* names may have changed since */
+	}
+	{
+		/*
+		 * Under the lock the stored record wins: names may have changed
+		 * since it was read, or a concurrent import of the same image
+		 * stored it first (its file kept, ours dropped by the rename).
+		 */
+		json_t *fresh = meta_load(S.dfd, key);
 
 		if (fresh) {
 			json_decref(m);

@@ -29,6 +29,10 @@
 #define MAX_NAME 4096
 #define MAX_PAX (64u << 10)
 #define CHUNK (1u << 16)
+/* A gzip'd archive inflates to at most this, and this many times its size past the grace. */
+#define ARCHIVE_MAX_INFLATED (64ull << 30)
+#define ARCHIVE_MAX_RATIO 1000
+#define ARCHIVE_RATIO_GRACE (64ull << 20)
 
 struct member {
 	char *name;
@@ -755,9 +759,10 @@ static int directory(const char *dir, const char *workdir, struct image_source *
 static int gunzip_to_tmp(int in, const char *workdir)
 {
 	unsigned char buf[CHUNK];
+	uint64_t off = 0, cap = ARCHIVE_MAX_INFLATED;
+	struct stat st;
 	gzFile gz;
 	int out, n, err = 0, dfd = dup(in);
-	uint64_t off = 0;
 
 	if (dfd < 0)
 		return husk_seterr(errno, "dup: %s", strerror(errno));
@@ -767,6 +772,12 @@ static int gunzip_to_tmp(int in, const char *workdir)
 		return out;
 	}
 	lseek(dfd, 0, SEEK_SET);
+	/* A gzip bomb must not fill the store's disk: the layers' own caps come later. */
+	if (fstat(in, &st) == 0 && st.st_size > 0 &&
+	    (uint64_t)st.st_size < ARCHIVE_MAX_INFLATED / ARCHIVE_MAX_RATIO)
+		cap = (uint64_t)st.st_size * ARCHIVE_MAX_RATIO;
+	if (cap < ARCHIVE_RATIO_GRACE)
+		cap = ARCHIVE_RATIO_GRACE;
 	gz = gzdopen(dfd, "rb");
 	if (!gz) {
 		close(dfd);
@@ -774,6 +785,12 @@ static int gunzip_to_tmp(int in, const char *workdir)
 		return husk_seterr(ENOMEM, "out of memory");
 	}
 	while ((n = gzread(gz, buf, sizeof(buf))) > 0) {
+		if (off + n > cap) {
+			err = husk_seterr(EFBIG, "the archive inflates past %llu MiB (%s)",
+					  (unsigned long long)(cap >> 20), cap == ARCHIVE_MAX_INFLATED ?
+					  "the limit" : "1000 times its size");
+			break;
+		}
 		err = write_all_at(out, buf, n, off);
 		if (err)
 			break;
@@ -781,7 +798,7 @@ static int gunzip_to_tmp(int in, const char *workdir)
 	}
 	if (n < 0)
 		err = husk_seterr(EINVAL, "the archive is not valid gzip");
-	else if (err)
+	else if (err && err != -EFBIG)
 		err = husk_seterr(-err, "writing a temporary copy: %s", strerror(-err));
 	gzclose(gz);
 	if (err) {
