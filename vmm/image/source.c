@@ -545,6 +545,7 @@ static int oci_layout(struct box *b, const char *ref, struct image_source *s)
 	/* An index may point at a further index (multi-platform images). */
 	for (depth = 0; depth < 4; depth++) {
 		json_t *next;
+		bool nested;
 
 		d = pick_manifest(index, depth ? NULL : ref, depth ? "the image index" : "index.json");
 		if (!d)
@@ -552,14 +553,15 @@ static int oci_layout(struct box *b, const char *ref, struct image_source *s)
 		mt = json_string_value(json_object_get(d, "mediaType"));
 		if (blob_name(json_string_value(json_object_get(d, "digest")), name, sizeof(name)))
 			goto out;
+		/* mt belongs to index: decide before index goes. */
+		nested = media_is(mt, MT_OCI_INDEX, MT_DOCKER_LIST);
 		next = load_json(b, name, json_string_value(json_object_get(d, "digest")), NULL, mdig);
 		if (!next)
 			goto out;
 		json_decref(index);
 		index = next;
-		if (!media_is(mt, MT_OCI_INDEX, MT_DOCKER_LIST) &&
-		    !media_is(json_string_value(json_object_get(index, "mediaType")), MT_OCI_INDEX,
-			      MT_DOCKER_LIST))
+		if (!nested && !media_is(json_string_value(json_object_get(index, "mediaType")),
+					 MT_OCI_INDEX, MT_DOCKER_LIST))
 			break;
 	}
 	man = index;
