@@ -790,8 +790,8 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 	if (o->image && (o->rootfs || o->template_name))
 		return husk_seterr(EINVAL, "--image is the root image: not with --%s",
 				   o->rootfs ? "rootfs" : "template");
-	if (o->image && o->server)
-		return husk_seterr(EINVAL, "--image with --server: not yet (run it directly)");
+	if (o->image_dir && o->server)
+		return husk_seterr(EINVAL, "--image-dir is the daemon's with --server");
 	if (o->get_always && !o->nr_get)
 		return husk_seterr(EINVAL, "--get-always without --get");
 	if (o->get_keep_modes && !o->nr_get)

@@ -316,7 +316,8 @@ static int use_image(struct run_opts *o, struct image_info *img)
 	}
 	o->rootfs = img->rootfs;
 	o->image_init = true;
-	if (!o->job.argc) {
+	/* A session's commands come later, each with its own argv. */
+	if (!o->job.argc && !o->job.session) {
 		if (!img->argc) {
 			fprintf(stderr, "husk run: image %s has no Entrypoint or Cmd: give a "
 				"command after --\n", o->image);

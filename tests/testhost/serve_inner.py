@@ -6,7 +6,7 @@
 # refilled; four clients with 25 jobs each and nothing leaked; malformed,
 # oversized and unauthorised requests; SIGHUP; Prometheus scraping the
 # metrics; SIGKILL and a restart; SIGTERM's drain.
-#   serve_inner.py BUILDDIR PROMETHEUS DNS_STUB
+#   serve_inner.py BUILDDIR PROMETHEUS DNS_STUB IMAGE_ARCHIVE
 import base64
 import io
 import json
@@ -21,7 +21,7 @@ import time
 import urllib.parse
 import urllib.request
 
-B, PROM, DNS_STUB = sys.argv[1], sys.argv[2], sys.argv[3]
+B, PROM, DNS_STUB, IMAGE = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 HUSK = B + "/husk"
 W = "/tmp/serve-inner"
 D = W + "/templates"
@@ -346,6 +346,25 @@ except OSError:
     asked = ""
 check("web.test" in asked and "other.test" not in asked,
       "policy: only the allowed name reached the upstream", asked)
+
+# ---- a container image as the root (husk image import, then "image")
+r = subprocess.run([HUSK, "image", "import", IMAGE, "--name", "sv"], capture_output=True,
+                   env=dict(os.environ, HUSK_INIT=B + "/images/husk-init"))
+check(r.returncode == 0, "image sv imported into the daemon's store", r.stderr)
+evs, fin = c.call("run", image="sv", argv=["/bin/sh", "-c", "echo $IMG_VAR; pwd; cat data.txt"])
+check(fin.get("exit_code") == 0 and out_of(evs, "stdout") == b"from-image\n/app\nimage data\n",
+      "run on an image: its Env, WorkingDir and files", (fin, out_of(evs, "stdout")))
+check(fin.get("start") == "cold", "run on an image: booted, not from the pool", fin.get("start"))
+_, fin = c.call("create", image="sv")
+sbi = fin.get("sandbox")
+evs, fin = c.call("exec", sandbox=sbi, argv=["/bin/sh", "-c", "pwd; cat /app/data.txt"])
+check(out_of(evs, "stdout") == b"/app\nimage data\n", "a session on an image", out_of(evs, "stdout"))
+c.call("destroy", sandbox=sbi)
+_, fin = c.call("run", image="../x", argv=["true"])
+check(fin.get("error", {}).get("code") == "bad-request", "a bad image name is a bad request", fin)
+r = subprocess.run([HUSK, "run", "--server", SOCK, "--image", "sv", "--", "/bin/sh", "-c",
+                    "echo $IMG_VAR"], capture_output=True)
+check(r.returncode == 0 and r.stdout == b"from-image\n", "husk run --server --image", r)
 
 # ---- kill, detach and wait
 _, fin = c.call("create")

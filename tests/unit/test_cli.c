@@ -460,7 +460,9 @@ START_TEST(run_image)
 	assert_rejected(RUN("--image", "-x"), "starting with a letter or digit");
 	assert_rejected(RUN("--image", "a b"), "letters, digits");
 	assert_rejected(RUN("--image", "app", "--image-dir", ""), "needs a directory");
-	assert_rejected(RUN("--image", "app", "--server", "/s"), "--server");
+	ck_assert_int_eq(RUN("--image", "app", "--server", "/s", "--", "true"), 0);
+	assert_rejected(RUN("--image", "app", "--image-dir", "/d", "--server", "/s", "--", "true"),
+			"the daemon's");
 	assert_rejected(RUN("--mem", "64"), "no command given");
 }
 END_TEST

@@ -393,6 +393,13 @@ static int machine(json_t *o, struct api_req *r)
 	if (!err && r->template_name)
 		err = warg2(r, "--template", r->template_name);
 	if (!err)
+		err = get_str(o, "image", &s);
+	if (!err && s) {
+		/* Booted on an image: never a pool's template clone. */
+		err = warg2(r, "--image", s);
+		changed = true;
+	}
+	if (!err)
 		err = warg_uint(r, o, "mem", "--mem", 65536, &set);
 	changed |= set;
 	if (!err)
@@ -522,7 +529,7 @@ static bool known_key(enum api_op op, const char *k)
 {
 	static const char *const common[] = { "v", "id", "op", NULL };
 	static const char *const machine_keys[] = {
-		"template", "mem", "vcpus", "cpus", "timeout", "workspace_size", "max_output",
+		"template", "image", "mem", "vcpus", "cpus", "timeout", "workspace_size", "max_output",
 		"env", "cwd", "net", "allow", "allow_host", "deny", "conn_rate", "egress_limit",
 		"egress_rate", "max_dests", "put", NULL };
 	static const char *const per_op[OP__NR][8] = {

@@ -565,6 +565,8 @@ static json_t *run_request(const struct run_opts *o)
 	json_object_set_new(r, "argv", av);
 	json_object_set_new(r, "env", env);
 	/* Only what differs from the defaults: a request like that fits a warm pool. */
+	if (o->image)
+		json_object_set_new(r, "image", json_string(o->image));
 	if (o->template_name)
 		json_object_set_new(r, "template", json_string(o->template_name));
 	else if (o->mem_mib != RUN_DEFAULT_MEM_MIB)
