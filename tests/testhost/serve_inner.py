@@ -48,7 +48,7 @@ def check(cond, msg, detail=""):
     if cond:
         ok(msg)
     else:
-        bad(msg + (": " + str(detail)[:400] if detail != "" else ""))
+        bad(msg + (": " + str(detail)[:2000] if detail != "" else ""))
     return cond
 
 
@@ -479,6 +479,7 @@ check(h["load"]["pooled"] == 2, "the pool refilled", h["load"])
 # ---- four clients, 25 jobs each, every result right, nothing leaked
 fds_before = len(os.listdir("/proc/%d/fd" % d.pid))
 results = {}
+wrong = []	# what a job that was not right got back: the log says why
 
 
 def worker(n):
@@ -488,6 +489,10 @@ def worker(n):
         evs, fin = k.call("run", template="base", argv=["sh", "-c", "echo %d-%d" % (n, j)])
         if fin.get("exit_code") == 0 and out_of(evs, "stdout") == b"%d-%d\n" % (n, j):
             good += 1
+        else:
+            wrong.append({"job": "%d-%d" % (n, j), "final": fin,
+                          "events": [e.get("event") for e in evs],
+                          "stdout": out_of(evs, "stdout"), "stderr": out_of(evs, "stderr")})
     k.close()
     results[n] = good
 
@@ -499,7 +504,8 @@ for t in ts:
 for t in ts:
     t.join()
 el = time.time() - t0
-check(sum(results.values()) == 100, "4 clients x 25 jobs: all 100 right (%.0f s)" % el, results)
+check(sum(results.values()) == 100, "4 clients x 25 jobs: all 100 right (%.0f s)" % el,
+      (results, wrong))
 wait_pool(c, 2)
 fds_after = len(os.listdir("/proc/%d/fd" % d.pid))
 check(fds_after <= fds_before, "no daemon fd leaked (%d, then %d)" % (fds_before, fds_after))
