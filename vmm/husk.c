@@ -183,6 +183,15 @@ static void block_signals(void)
 	signal(SIGPIPE, SIG_IGN);
 }
 
+/* Why a run failed; after a panic or crash, what the guest printed last. */
+static void run_error_msg(const struct run_opts *o, const struct run_result *r)
+{
+	husk_msg("%s", r->error);
+	if (r->console_tail[0] && !o->console)
+		fprintf(stderr, "husk: the guest console's last output:\n%s%s", r->console_tail,
+			r->console_tail[strlen(r->console_tail) - 1] == '\n' ? "" : "\n");
+}
+
 static int cmd_boot(int argc, char **argv, uint64_t start, uint64_t start_wall)
 {
 	static char stdout_buf[BUFSIZ];
@@ -374,7 +383,7 @@ static int cmd_run(int argc, char **argv, uint64_t start)
 	block_signals();
 	code = run_job(&o, start, &r);
 	if (r.error[0])
-		husk_msg("%s", r.error);
+		run_error_msg(&o, &r);
 	else if (r.timed_out)
 		husk_msg("job timed out after %llu s and was killed",
 			 (unsigned long long)o.job.timeout_sec);
@@ -521,7 +530,7 @@ static int cmd_template(int argc, char **argv, uint64_t start)
 		block_signals();
 		err = run_job(&o.run, start, &r);
 		if (r.error[0])
-			husk_msg("%s", r.error);
+			run_error_msg(&o.run, &r);
 		else
 			husk_msg("template %s made in %.2f s (%llu MiB of guest RAM saved)", o.name,
 				 (double)r.t_teardown / 1e6,

@@ -586,6 +586,7 @@ evil() {	# evil MODE WANT STDERR-ERE [more husk options]
 if section evil; then
 job "evil guest: well-behaved control run" 0 --rootfs $EVIL --json -- ok
 has "evil control: the evil image boots and finishes cleanly" $O '^evil-init ok$'
+jhas "evil control: no console tail in a clean run's record" $O '"console_tail":null'
 
 LIMIT=30; evil bad-version 125 'malformed frame'
 LIMIT=30; evil oversize 125 'malformed frame'
@@ -598,6 +599,15 @@ LIMIT=30; evil done-early 125 'finished before the job'
 LIMIT=30; evil poweroff-early 125 'closed the control channel early|stopped before the job finished'
 LIMIT=30; evil reset-early 125 'closed the control channel early|stopped before the job finished'
 LIMIT=30; evil panic 125 'panic'
+jhas "evil guest: panic: the record keeps the console's last lines" $O \
+	'"vm_stop":"panic".*"console_tail":"[^"]*Kernel panic - not syncing: Attempted to kill init'
+hasnt "evil guest: panic: with --console, stderr leaves the lines to the log" $E \
+	"^husk: the guest console's last output:"
+# Without a console log, stderr is where the oops is seen.
+timeout -s KILL 150 "$HUSK" run --rootfs $EVIL -- panic >/dev/null 2>$W/panic-nolog.err </dev/null
+has "evil guest: panic: without --console, stderr shows the console's last lines" \
+	$W/panic-nolog.err "^husk: the guest console's last output:"
+has "evil guest: panic: ... down to the panic" $W/panic-nolog.err "^Kernel panic - not syncing"
 LIMIT=30; evil error-inject 125 'guest-init: '
 that "evil guest: error-inject: no terminal escapes passed to stderr" eval '! grep -q -e "$esc" -e "$bel" $E'
 LIMIT=30; job "evil guest: files-unasked" 125 --rootfs $EVIL --json -- files-unasked

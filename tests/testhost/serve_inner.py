@@ -506,6 +506,12 @@ for t in ts:
 el = time.time() - t0
 check(sum(results.values()) == 100, "4 clients x 25 jobs: all 100 right (%.0f s)" % el,
       (results, wrong))
+# A guest that died says how in its console's tail, in full.
+for w in wrong:
+    if isinstance(w["final"], dict) and w["final"].get("console_tail"):
+        print("# job %s: the guest console's last output:" % w["job"])
+        for line in w["final"]["console_tail"].splitlines():
+            print("#   " + line)
 wait_pool(c, 2)
 fds_after = len(os.listdir("/proc/%d/fd" % d.pid))
 check(fds_after <= fds_before, "no daemon fd leaked (%d, then %d)" % (fds_before, fds_after))

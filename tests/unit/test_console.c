@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -372,6 +373,62 @@ START_TEST(closed_reader)
 }
 END_TEST
 
+/* The tail is kept with nowhere to write, oldest first, without '\r'. */
+START_TEST(tail_short)
+{
+	char buf[64];
+
+	console_init(&con, -1);
+	ck_assert_uint_eq(console_tail(&con, buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "");
+	put_str("one\r\ntwo\r\nthr");
+	ck_assert_uint_eq(console_tail(&con, buf, sizeof(buf)), 11);
+	ck_assert_str_eq(buf, "one\ntwo\nthr");
+	/* A small buffer gets the newest bytes, from a whole line. */
+	ck_assert_uint_eq(console_tail(&con, buf, 10), 7);
+	ck_assert_str_eq(buf, "two\nthr");
+	ck_assert_uint_eq(console_tail(&con, buf, 0), 0);
+	ck_assert_uint_eq(console_tail(&con, buf, 1), 0);
+	ck_assert_str_eq(buf, "");
+}
+END_TEST
+
+/* After the ring wraps, the tail is the newest lines and no cut one. */
+START_TEST(tail_wrapped)
+{
+	static char buf[CONSOLE_TAIL_MAX + 16], want[64];
+	unsigned i, prev;
+	size_t n;
+
+	console_init(&con, -1);
+	for (i = 0; i < 1000; i++) {
+		snprintf(want, sizeof(want), "line %u\n", i);
+		put_str(want);
+	}
+	put_str(BANNER ": last");
+	n = console_tail(&con, buf, sizeof(buf));
+	ck_assert_uint_eq(n, strlen(buf));
+	ck_assert_uint_le(n, CONSOLE_TAIL_MAX - 1);
+	ck_assert_uint_gt(n, CONSOLE_TAIL_MAX - 16);
+	ck_assert(!strncmp(buf, "line ", 5));
+	ck_assert_ptr_nonnull(strstr(buf, "line 999\n" BANNER ": last"));
+	ck_assert_str_eq(buf + n - strlen(BANNER ": last"), BANNER ": last");
+	/* Every line in it is whole and in order, up to the last. */
+	for (i = 0, prev = 0; buf[0] == 'l'; i++) {
+		unsigned a = 0;
+		char *nl = strchr(buf, '\n');
+
+		ck_assert_int_eq(sscanf(buf, "line %u", &a), 1);
+		if (i)
+			ck_assert_uint_eq(a, prev + 1);
+		prev = a;
+		memmove(buf, nl + 1, strlen(nl + 1) + 1);
+	}
+	ck_assert_uint_eq(prev, 999);
+	ck_assert_uint_gt(i, 300);
+}
+END_TEST
+
 Suite *console_suite(void)
 {
 	Suite *s = suite_create("console");
@@ -406,6 +463,8 @@ Suite *console_suite(void)
 
 	tcase_add_checked_fixture(tf, setup, teardown);
 	tcase_add_test(tf, discard_fd);
+	tcase_add_test(tf, tail_short);
+	tcase_add_test(tf, tail_wrapped);
 	tcase_add_test(tf, closed_reader);
 	suite_add_tcase(s, tf);
 	return s;

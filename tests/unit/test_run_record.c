@@ -120,6 +120,7 @@ START_TEST(record_full)
 	r.stdout_dropped = 2;
 	r.files_committed = false;
 	snprintf(r.error, sizeof(r.error), "guest said \"no\"\n\x1b[31m");
+	snprintf(r.console_tail, sizeof(r.console_tail), "BUG: oops\nKernel panic\n");
 	r.reason = VM_STOP_HOST_ERROR;
 	r.jailed = true;
 	r.jail_uid = 1879048192;
@@ -195,6 +196,7 @@ START_TEST(report_import_clamps)
 	memset(&v, 0, sizeof(v));
 	memset(&r, 0, sizeof(r));
 	memset(v.error, 'e', sizeof(v.error));
+	memset(v.console_tail, 'c', sizeof(v.console_tail));
 	v.job_started = v.job_exited = 1;
 	v.job_code = 255;
 	v.job_signal = 0;
@@ -210,6 +212,7 @@ START_TEST(report_import_clamps)
 	ck_assert(r.job_exited);
 	ck_assert_int_eq(r.job_code, 255);
 	ck_assert_uint_eq(strlen(r.error), sizeof(r.error) - 1);
+	ck_assert_uint_eq(strlen(r.console_tail), sizeof(r.console_tail) - 1);
 	ck_assert_int_eq(r.t_init, 100);
 	ck_assert_int_eq(r.t_job_end, -1);
 	ck_assert_uint_eq(r.stdout_dropped, 5);

@@ -76,6 +76,11 @@ void console_put(struct console *c, uint8_t byte)
 	/* Serial lines end in \r\n; the host's terminal wants \n. */
 	if (byte != '\r') {
 		watch_panic(c, byte);
+		c->tail[c->tail_pos++] = (char)byte;
+		if (c->tail_pos == sizeof(c->tail)) {
+			c->tail_pos = 0;
+			c->tail_full = true;
+		}
 		c->line[c->len++] = byte;
 		if (byte == '\n' || c->len == CONSOLE_LINE_MAX - 1)
 			flush_locked(c);
@@ -102,4 +107,35 @@ bool console_panicked(struct console *c, char *line, unsigned len)
 	}
 	pthread_mutex_unlock(&c->lock);
 	return p;
+}
+
+size_t console_tail(struct console *c, char *buf, size_t cap)
+{
+	size_t n, skip = 0, first;
+	const char *nl;
+	bool cut_front;
+
+	if (!cap)
+		return 0;
+	pthread_mutex_lock(&c->lock);
+	n = c->tail_full ? sizeof(c->tail) : c->tail_pos;
+	if (n > cap - 1) {
+		skip = n - (cap - 1);
+		n = cap - 1;
+	}
+	/* Oldest byte first: after tail_pos once the ring has wrapped. */
+	first = ((c->tail_full ? c->tail_pos : 0) + skip) % sizeof(c->tail);
+	for (size_t i = 0; i < n; i++)
+		buf[i] = c->tail[(first + i) % sizeof(c->tail)];
+	cut_front = skip || c->tail_full;
+	pthread_mutex_unlock(&c->lock);
+	buf[n] = '\0';
+	/* A cut line at the front is dropped, if a whole one follows. */
+	if (cut_front && (nl = memchr(buf, '\n', n)) && nl + 1 < buf + n) {
+		size_t cut = (size_t)(nl + 1 - buf);
+
+		memmove(buf, buf + cut, n - cut + 1);
+		n -= cut;
+	}
+	return n;
 }

@@ -20,6 +20,12 @@
  */
 #define CONSOLE_DEFAULT_LIMIT (64ull << 20)
 #define CONSOLE_PANIC_BANNER "Kernel panic - not syncing"
+/*
+ * The last bytes the guest printed are kept even when the console is
+ * discarded, so a panic or crash can be reported with the oops that led to
+ * it (the kernel turns its console verbose for an oops).
+ */
+#define CONSOLE_TAIL_MAX 4096
 
 struct console {
 	pthread_mutex_t lock;
@@ -40,6 +46,9 @@ struct console {
 	bool panic_seen;
 	unsigned panic_len;
 	char panic_line[CONSOLE_LINE_MAX];
+	char tail[CONSOLE_TAIL_MAX];	/* a ring of the last bytes */
+	unsigned tail_pos;
+	bool tail_full;
 };
 
 void console_init(struct console *c, int fd);
@@ -47,5 +56,10 @@ void console_put(struct console *c, uint8_t byte);
 /* Write out a partial line (the event loop calls this when output pauses). */
 void console_flush(struct console *c);
 bool console_panicked(struct console *c, char *line, unsigned len);
+/*
+ * The last output, oldest first, from a line's start when the ring has
+ * wrapped, NUL-terminated in buf; returns its length.
+ */
+size_t console_tail(struct console *c, char *buf, size_t cap);
 
 #endif

@@ -41,6 +41,7 @@ struct run_result {
 	enum vm_stop_reason reason;
 	int signal;			/* the signal that stopped husk, if one did */
 	char error[512];		/* why husk or the VM failed, if it did */
+	char console_tail[CONSOLE_TAIL_MAX];	/* the guest's last output after a panic or crash */
 	/* Microseconds since process start; -1 when a phase was not reached. */
 	int64_t t_first_run, t_init, t_job_start, t_job_end, t_exit, t_teardown;
 	uint64_t start_epoch_us;

@@ -94,6 +94,7 @@ struct run_vm_report {
 	uint32_t reason;		/* enum vm_stop_reason */
 	uint32_t signal;		/* the signal that stopped the VM process */
 	char error[512];
+	char console_tail[CONSOLE_TAIL_MAX];	/* after a panic or crash, else "" */
 	/* Microseconds since husk's start; -1 when a phase was not reached. */
 	int64_t t_first_run, t_init, t_job_start, t_job_end, t_exit;
 	int64_t t_restored;		/* a template's state was set on the new VM */

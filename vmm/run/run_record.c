@@ -61,6 +61,8 @@ void run_report_import(struct run_result *r, const struct run_vm_report *v,
 	r->signal = v->signal < 65 ? (int)v->signal : 0;
 	if (!r->error[0])
 		copy_str(r->error, sizeof(r->error), v->error, sizeof(v->error));
+	copy_str(r->console_tail, sizeof(r->console_tail), v->console_tail,
+		 sizeof(v->console_tail));
 	r->t_first_run = timing(v->t_first_run, elapsed);
 	r->t_init = timing(v->t_init, elapsed);
 	r->t_job_start = timing(v->t_job_start, elapsed);
@@ -163,6 +165,11 @@ void run_record_json(FILE *f, const struct run_result *r)
 	fprintf(f, "\"vm_stop\":\"%s\",\"error\":", vm_reason_name(r->reason));
 	if (r->error[0])
 		json_put_string(f, r->error);
+	else
+		fputs("null", f);
+	fputs(",\"console_tail\":", f);
+	if (r->console_tail[0])
+		json_put_string(f, r->console_tail);
 	else
 		fputs("null", f);
 	fprintf(f, ",\"bytes\":{\"stdout\":%llu,\"stderr\":%llu,\"stdout_dropped\":%llu,"

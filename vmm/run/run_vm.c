@@ -959,6 +959,11 @@ int run_vm_main(const struct run_vm_args *a)
 	} else {
 		event_loop(&R);
 	}
+	/* What the guest printed last says why it died. */
+	if (R.vm->reason == VM_STOP_PANIC || R.vm->reason == VM_STOP_CRASH) {
+		console_flush(&R.vm->console);
+		console_tail(&R.vm->console, r->console_tail, sizeof(r->console_tail));
+	}
 	vm_destroy(R.vm);
 	report_session(&R);
 	r->reason = R.vm->reason;
