@@ -464,13 +464,13 @@ static void list_templates(const struct template_info *v, unsigned n, bool json)
 		const struct template_meta *m = &v[i].meta;
 
 		print_time(when, sizeof(when), m->created_us);
-		snap_hex(m->kernel_sha, 8, ksha);
-		snap_hex(m->rootfs_sha, 8, rsha);
+		digest_hex(m->kernel_sha, 8, ksha);
+		digest_hex(m->rootfs_sha, 8, rsha);
 		if (json) {
 			char k[65], r[65];
 
-			snap_hex(m->kernel_sha, 32, k);
-			snap_hex(m->rootfs_sha, 32, r);
+			digest_hex(m->kernel_sha, 32, k);
+			digest_hex(m->rootfs_sha, 32, r);
 			printf("%s{\"name\":", i ? "," : "");
 			json_put_string(stdout, m->name);
 			if (!v[i].ok) {

@@ -55,7 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		copy = malloc(size);
 		if (copy) {
 			memcpy(copy, data, size);
-			snap_sha256(copy + SNAP_HEADER_LEN, size - SNAP_HEADER_LEN, copy + 24);
+			digest_sha256(copy + SNAP_HEADER_LEN, size - SNAP_HEADER_LEN, copy + 24);
 			c = (uint32_t)crc32(crc32(0, Z_NULL, 0), copy, 60);
 			copy[60] = c;
 			copy[61] = c >> 8;

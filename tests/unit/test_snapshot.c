@@ -114,7 +114,7 @@ static void reseal(uint8_t *buf, size_t len)
 {
 	uint32_t c;
 
-	snap_sha256(buf + SNAP_HEADER_LEN, len - SNAP_HEADER_LEN, buf + 24);
+	digest_sha256(buf + SNAP_HEADER_LEN, len - SNAP_HEADER_LEN, buf + 24);
 	c = (uint32_t)crc32(crc32(0, Z_NULL, 0), buf, 60);
 	buf[60] = c;
 	buf[61] = c >> 8;
@@ -184,8 +184,8 @@ START_TEST(digests)
 	uint8_t d[SNAP_SHA256_LEN];
 	char hex[2 * SNAP_SHA256_LEN + 1];
 
-	snap_sha256("abc", 3, d);
-	snap_hex(d, sizeof(d), hex);
+	digest_sha256("abc", 3, d);
+	digest_hex(d, sizeof(d), hex);
 	ck_assert_str_eq(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 END_TEST

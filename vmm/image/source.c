@@ -11,7 +11,6 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <linux/openat2.h>
-#include <nettle/sha2.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +22,7 @@
 #include <zlib.h>
 
 #include "image/source.h"
+#include "lib/digest.h"
 #include "lib/util.h"
 
 #define MAX_MEMBERS 65536
@@ -49,30 +49,30 @@ struct box {
 
 /* ---- digests and temporary files ---- */
 
-static int hash_copy(int fd, uint64_t off, uint64_t len, int out, char digest[IMAGE_DIGEST_LEN]);
-
-static void hex_digest(struct sha256_ctx *c, char out[IMAGE_DIGEST_LEN])
+/* "sha256:<hex>" of a raw digest. */
+static void digest_name(const uint8_t d[DIGEST_SHA256_LEN], char out[IMAGE_DIGEST_LEN])
 {
-	static const char hex[] = "0123456789abcdef";
-	uint8_t d[SHA256_DIGEST_SIZE];
-	size_t i;
-
-	sha256_digest(c, sizeof(d), d);
 	memcpy(out, "sha256:", 7);
-	for (i = 0; i < sizeof(d); i++) {
-		out[7 + 2 * i] = hex[d[i] >> 4];
-		out[8 + 2 * i] = hex[d[i] & 15];
-	}
-	out[7 + 2 * sizeof(d)] = '\0';
+	digest_hex(d, DIGEST_SHA256_LEN, out + 7);
 }
 
 void image_sha256(const void *p, size_t len, char out[IMAGE_DIGEST_LEN])
 {
-	struct sha256_ctx c;
+	uint8_t d[DIGEST_SHA256_LEN];
 
-	sha256_init(&c);
-	sha256_update(&c, len, p);
-	hex_digest(&c, out);
+	digest_sha256(p, len, d);
+	digest_name(d, out);
+}
+
+/* Hash fd's bytes [off, off + len) (len UINT64_MAX: to its end), copying them to out if >= 0. */
+static int hash_copy(int fd, uint64_t off, uint64_t len, int out, char digest[IMAGE_DIGEST_LEN])
+{
+	uint8_t d[DIGEST_SHA256_LEN];
+	int err = digest_sha256_fd(fd, off, len, out, d);
+
+	if (!err)
+		digest_name(d, digest);
+	return err;
 }
 
 int image_sha256_fd(int fd, char out[IMAGE_DIGEST_LEN])
@@ -96,36 +96,6 @@ out:
 	if (fd < 0)
 		return husk_seterr(errno, "a temporary file in %s: %s", dir, strerror(errno));
 	return fd;
-}
-
-/* Hash fd's bytes [off, off + len) (len UINT64_MAX: to its end), copying them to out if >= 0. */
-static int hash_copy(int fd, uint64_t off, uint64_t len, int out, char digest[IMAGE_DIGEST_LEN])
-{
-	static __thread unsigned char buf[CHUNK];
-	struct sha256_ctx c;
-	uint64_t done = 0;
-	ssize_t n;
-	int err;
-
-	sha256_init(&c);
-	while (done < len) {
-		n = pread(fd, buf, len - done < CHUNK ? len - done : CHUNK, off + done);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return husk_seterr(errno, "reading: %s", strerror(errno));
-		if (!n) {
-			if (len == UINT64_MAX)
-				break;
-			return husk_seterr(EIO, "the file ends early");
-		}
-		sha256_update(&c, n, buf);
-		if (out >= 0 && (err = write_all_at(out, buf, n, done)))
-			return husk_seterr(-err, "writing a temporary copy: %s", strerror(-err));
-		done += n;
-	}
-	hex_digest(&c, digest);
-	return 0;
 }
 
 /* ---- an uncompressed tar archive, indexed ---- */

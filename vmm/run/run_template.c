@@ -92,7 +92,7 @@ static int digest_file(const char *what, const char *path, uint8_t sha[SNAP_SHA2
 		return husk_seterr(errno, "the %s %s: %s", what, path, strerror(errno));
 	err = file_id_of(fd, id);
 	if (!err)
-		err = snap_sha256_fd(fd, sha);
+		err = digest_sha256_fd(fd, 0, UINT64_MAX, -1, sha);
 	close(fd);
 	return err;
 }

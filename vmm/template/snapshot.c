@@ -2,7 +2,6 @@
  * snapshot: a template's state file, written and checked. See snapshot.h.
  */
 #include <errno.h>
-#include <nettle/sha2.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -43,50 +42,6 @@ static uint32_t crc(const uint8_t *p, size_t len)
 	return (uint32_t)crc32(crc32(0, Z_NULL, 0), p, (uInt)len);
 }
 
-void snap_sha256(const void *p, size_t len, uint8_t out[SNAP_SHA256_LEN])
-{
-	struct sha256_ctx c;
-
-	sha256_init(&c);
-	sha256_update(&c, len, p);
-	sha256_digest(&c, SNAP_SHA256_LEN, out);
-}
-
-int snap_sha256_fd(int fd, uint8_t out[SNAP_SHA256_LEN])
-{
-	static uint8_t buf[1 << 16];
-	struct sha256_ctx c;
-	off_t off = 0;
-	ssize_t n;
-
-	sha256_init(&c);
-	for (;;) {
-		n = pread(fd, buf, sizeof(buf), off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return husk_seterr(errno, "reading for a digest: %s", strerror(errno));
-		if (!n)
-			break;
-		sha256_update(&c, n, buf);
-		off += n;
-	}
-	sha256_digest(&c, SNAP_SHA256_LEN, out);
-	return 0;
-}
-
-void snap_hex(const uint8_t *d, size_t len, char *out)
-{
-	static const char hex[] = "0123456789abcdef";
-	size_t i;
-
-	for (i = 0; i < len; i++) {
-		out[2 * i] = hex[d[i] >> 4];
-		out[2 * i + 1] = hex[d[i] & 15];
-	}
-	out[2 * len] = '\0';
-}
-
 /* ---- reading ---- */
 
 int snap_parse(const uint8_t *buf, size_t len, struct snap *s)
@@ -117,7 +72,7 @@ int snap_parse(const uint8_t *buf, size_t len, struct snap *s)
 	if (count > SNAP_MAX_SECTIONS)
 		return husk_seterr(EINVAL, "the state file claims %u sections (limit %d)",
 				   count, SNAP_MAX_SECTIONS);
-	snap_sha256(buf + SNAP_HEADER_LEN, body, digest);
+	digest_sha256(buf + SNAP_HEADER_LEN, body, digest);
 	if (memcmp(digest, buf + 24, SNAP_SHA256_LEN))
 		return husk_seterr(EBADMSG, "the state file's contents do not match its "
 				   "digest: it was altered or damaged");
@@ -346,7 +301,7 @@ int snap_finish(struct snap_writer *w)
 	put32(h + 8, SNAP_VERSION);
 	put32(h + 12, SNAP_HEADER_LEN);
 	put64(h + 16, w->len - SNAP_HEADER_LEN);
-	snap_sha256(w->data + SNAP_HEADER_LEN, w->len - SNAP_HEADER_LEN, h + 24);
+	digest_sha256(w->data + SNAP_HEADER_LEN, w->len - SNAP_HEADER_LEN, h + 24);
 	put32(h + 56, w->nr);
 	put32(h + 60, crc(h, 60));
 	return 0;

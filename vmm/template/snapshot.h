@@ -25,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lib/digest.h"
+
 #include "job/proto.h"
 
 #define SNAP_MAGIC "HUSKSNAP"
@@ -88,12 +90,7 @@ void snap_put_raw(struct snap_writer *w, const void *p, size_t len);
 /* Seal: fills the header. The file is w->data, w->len bytes. -errno. */
 int snap_finish(struct snap_writer *w);
 
-/* SHA-256 helpers (nettle) for the template's digests. */
-#define SNAP_SHA256_LEN 32
-void snap_sha256(const void *p, size_t len, uint8_t out[SNAP_SHA256_LEN]);
-/* Of a whole file, read in chunks; -errno with husk_lasterr(). */
-int snap_sha256_fd(int fd, uint8_t out[SNAP_SHA256_LEN]);
-/* Lower-case hex of a digest into out (2 * len + 1 bytes). */
-void snap_hex(const uint8_t *d, size_t len, char *out);
+/* The template's digests are SHA-256 (lib/digest.h). */
+#define SNAP_SHA256_LEN DIGEST_SHA256_LEN
 
 #endif

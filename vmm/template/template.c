@@ -474,12 +474,12 @@ static int check_image(const char *what, const char *path, const struct file_id 
 		return 0;
 	}
 	if (!err)
-		err = snap_sha256_fd(fd, got);
+		err = digest_sha256_fd(fd, 0, UINT64_MAX, -1, got);
 	close(fd);
 	if (err)
 		return err;
 	if (memcmp(got, sha, SNAP_SHA256_LEN)) {
-		snap_hex(sha, 8, hex);
+		digest_hex(sha, 8, hex);
 		return husk_seterr(EINVAL, "the %s %s is not the one the template was made from "
 				   "(its digest begins %s): use that %s or make the template "
 				   "again", what, path, hex, what);
