@@ -28,116 +28,11 @@
 #include "run/run_int.h"
 #include "serve/api.h"
 #include "serve/client.h"
+#include "serve/conn.h"
 #include "serve/serve.h"
 
 #define MAX_INLINE_PUT (API_MAX_LINE / 4 * 3 - 64 * 1024)
 #define EXIT_USAGE 2
-
-struct conn {
-	int fd;
-	char *buf;
-	size_t len, cap;
-};
-
-static const char *server_path(const char *given)
-{
-	const char *e = getenv("HUSK_SERVER");
-
-	return given ? given : e && *e ? e : SERVE_DEFAULT_SOCKET;
-}
-
-static int conn_open(struct conn *c, const char *path)
-{
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-
-	memset(c, 0, sizeof(*c));
-	if (strlen(path) >= sizeof(a.sun_path))
-		return husk_seterr(ENAMETOOLONG, "%s: path too long", path);
-	strcpy(a.sun_path, path);
-	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-		int e = errno;
-
-		if (c->fd >= 0)
-			close(c->fd);
-		return husk_seterr(e, "cannot reach husk serve at %s: %s%s", path, strerror(e),
-				   e == ENOENT || e == ECONNREFUSED ? " (is it running? --server PATH "
-				   "or HUSK_SERVER names another socket)" : "");
-	}
-	return 0;
-}
-
-static void conn_close(struct conn *c)
-{
-	if (c->fd >= 0)
-		close(c->fd);
-	free(c->buf);
-}
-
-static int conn_send(struct conn *c, json_t *req)
-{
-	char *s = json_dumps(req, JSON_COMPACT);
-	size_t n, off = 0;
-
-	json_decref(req);
-	if (!s)
-		return husk_seterr(ENOMEM, "out of memory");
-	n = strlen(s);
-	s[n++] = '\n';	/* json_dumps' NUL becomes the line's end */
-	while (off < n) {
-		ssize_t w = send(c->fd, s + off, n - off, MSG_NOSIGNAL);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			free(s);
-			return husk_seterr(errno, "husk serve went away: %s", strerror(errno));
-		}
-		off += w;
-	}
-	free(s);
-	return 0;
-}
-
-/* The next answer line: 1 with *out, 0 nothing yet (nonblocking), -errno. */
-static int conn_recv(struct conn *c, json_t **out, bool block)
-{
-	char *nl;
-	ssize_t n;
-
-	for (;;) {
-		nl = c->buf ? memchr(c->buf, '\n', c->len) : NULL;
-		if (nl) {
-			json_error_t je;
-
-			*out = json_loadb(c->buf, nl - c->buf, 0, &je);
-			memmove(c->buf, nl + 1, c->len - (nl + 1 - c->buf));
-			c->len -= nl + 1 - c->buf;
-			if (!*out)
-				return husk_seterr(EPROTO, "husk serve sent something that is not "
-						   "JSON: %s", je.text);
-			return 1;
-		}
-		if (c->len + 65536 > c->cap) {
-			char *nb = realloc(c->buf, c->cap + 65536 * 2);
-
-			if (!nb)
-				return husk_seterr(ENOMEM, "out of memory");
-			c->buf = nb;
-			c->cap += 65536 * 2;
-		}
-		if (c->len > (64u << 20))
-			return husk_seterr(EPROTO, "husk serve sent a line that does not end");
-		n = recv(c->fd, c->buf + c->len, c->cap - c->len, block ? 0 : MSG_DONTWAIT);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return 0;
-		if (n <= 0)
-			return husk_seterr(EPIPE, "husk serve closed the connection");
-		c->len += n;
-	}
-}
 
 static const char *err_msg(json_t *a)
 {
@@ -149,14 +44,14 @@ static const char *err_msg(json_t *a)
 /* One request, its final answer (streams are not expected). */
 static json_t *call(const char *server, json_t *req)
 {
-	struct conn c;
+	struct sconn c;
 	json_t *a = NULL;
 
-	if (conn_open(&c, server) || conn_send(&c, req) || conn_recv(&c, &a, true) <= 0) {
-		conn_close(&c);
+	if (sconn_open(&c, server) || sconn_send(&c, req) || sconn_recv(&c, &a, true) <= 0) {
+		sconn_close(&c);
 		return NULL;
 	}
-	conn_close(&c);
+	sconn_close(&c);
 	return a;
 }
 
@@ -216,7 +111,7 @@ int client_ps(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
-	a = call(server_path(server), json_pack("{s:i,s:s}", "id", 1, "op", "list"));
+	a = call(serve_socket_path(server), json_pack("{s:i,s:s}", "id", 1, "op", "list"));
 	if (!a || json_object_get(a, "error")) {
 		husk_msg("ps: %s", a ? err_msg(a) : husk_lasterr());
 		json_decref(a);
@@ -276,7 +171,7 @@ int client_kill(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	for (; optind < argc; optind++) {
-		json_t *a = call(server_path(server), json_pack("{s:i,s:s,s:s}", "id", 1, "op",
+		json_t *a = call(serve_socket_path(server), json_pack("{s:i,s:s,s:s}", "id", 1, "op",
 								"kill", "sandbox", argv[optind]));
 
 		if (!a || json_object_get(a, "error")) {
@@ -291,7 +186,7 @@ int client_kill(int argc, char **argv)
 /* ---- streams of a running command ---- */
 
 struct stream_ctx {
-	struct conn c;
+	struct sconn c;
 	bool stdin;			/* forward our stdin */
 	const char *target_key;		/* "exec" or "run" */
 	json_t *target_id;
@@ -365,12 +260,12 @@ static int stream(struct stream_ctx *s)
 				json_object_set_new(req, "eof", json_true());
 				in_open = false;
 			}
-			if (conn_send(&s->c, req))
+			if (sconn_send(&s->c, req))
 				return -EPIPE;
 		}
 		if (!p[0].revents)
 			continue;
-		while ((r = conn_recv(&s->c, &ev, false)) == 1) {
+		while ((r = sconn_recv(&s->c, &ev, false)) == 1) {
 			const char *e = json_string_value(json_object_get(ev, "event"));
 			json_t *re = json_object_get(ev, "re");
 
@@ -486,13 +381,13 @@ int client_exec(int argc, char **argv)
 	if (timeout)
 		json_object_set_new(req, "timeout", json_integer(timeout));
 	s.sigfd = sig_fd();
-	if (conn_open(&s.c, server_path(server)) || conn_send(&s.c, req) || stream(&s)) {
+	if (sconn_open(&s.c, serve_socket_path(server)) || sconn_send(&s.c, req) || stream(&s)) {
 		husk_msg("exec: %s", husk_lasterr());
-		conn_close(&s.c);
+		sconn_close(&s.c);
 		json_decref(s.target_id);
 		return 125;
 	}
-	conn_close(&s.c);
+	sconn_close(&s.c);
 	json_decref(s.target_id);
 	if (json_object_get(s.final, "error")) {
 		husk_msg("exec: %s", err_msg(s.final));
@@ -642,14 +537,14 @@ int client_run(const struct run_opts *o, const char *server)
 	s.stdin = o->job.stdin;
 	s.target_id = json_string("run");
 	s.sigfd = sig_fd();
-	if (conn_open(&s.c, server_path(server)) || conn_send(&s.c, req) || stream(&s)) {
+	if (sconn_open(&s.c, serve_socket_path(server)) || sconn_send(&s.c, req) || stream(&s)) {
 		husk_msg("run: %s", husk_lasterr());
-		conn_close(&s.c);
+		sconn_close(&s.c);
 		run_files_close(&files, false);
 		json_decref(s.target_id);
 		return 125;
 	}
-	conn_close(&s.c);
+	sconn_close(&s.c);
 	json_decref(s.target_id);
 	ok = !json_object_get(s.final, "error");
 	code = ok ? (int)json_integer_value(json_object_get(s.final, "exit_code")) : 125;

@@ -9,7 +9,7 @@
     print(husk.run(["uname", "-a"]).text)
 
 The SDK talks to ``husk serve`` over its Unix socket (``socket=``, else
-``$HUSK_SOCKET``, else /run/husk/serve.sock). ``husk.aio`` has the same
+``$HUSK_SERVER``, else /run/husk/serve.sock). ``husk.aio`` has the same
 surface for asyncio. See docs/python.md.
 """
 

@@ -29,7 +29,7 @@ PUT_CHUNK = 1 << 20
 
 
 def socket_path(path: str | None) -> str:
-    return path or os.environ.get("HUSK_SOCKET") or DEFAULT_SOCKET
+    return path or os.environ.get("HUSK_SERVER") or DEFAULT_SOCKET
 
 
 def b64(data: bytes) -> str:
