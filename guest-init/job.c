@@ -544,20 +544,12 @@ struct out_buf {
 	bool raw;		/* a pipe: plain bytes (guest-init frames them) */
 };
 
-static int write_all(int fd, const uint8_t *p, size_t len)
+static int write_raw(int fd, const uint8_t *p, size_t len)
 {
-	ssize_t n;
+	int err = write_all(fd, p, len);
 
-	while (len) {
-		n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return husk_seterr(n < 0 ? errno : EIO, "writing the archive: %s",
-					   strerror(n < 0 ? errno : EIO));
-		p += n;
-		len -= n;
-	}
+	if (err)
+		return husk_seterr(-err, "writing the archive: %s", strerror(-err));
 	return 0;
 }
 
@@ -566,7 +558,7 @@ static int out_flush(struct out_buf *o)
 	int err = 0;
 
 	if (o->len)
-		err = o->raw ? write_all(o->fd, o->data, o->len) :
+		err = o->raw ? write_raw(o->fd, o->data, o->len) :
 			       proto_send(o->fd, P_FILES_OUT, o->data, o->len);
 	o->len = 0;
 	return err;

@@ -21,6 +21,7 @@ const char cli_usage[] =
 	"  ps        list the sandboxes of a husk serve\n"
 	"  exec      run a command in a husk serve session\n"
 	"  kill      end a husk serve sandbox\n"
+	"  mcp       a Model Context Protocol server whose tools run in a sandbox\n"
 	"  boot      boot a kernel in a microVM and print its console\n"
 	"  version   print husk's version\n"
 	"  help      print this help (also: husk --help, husk COMMAND --help)\n";
@@ -91,6 +92,8 @@ enum cli_command cli_command(int argc, char **argv)
 		return CLI_EXEC;
 	if (!strcmp(c, "kill"))
 		return CLI_KILL;
+	if (!strcmp(c, "mcp"))
+		return CLI_MCP;
 	husk_seterr(EINVAL, "unknown command '%s'", c);
 	return CLI_NONE;
 }

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "serve/client.h"
+#include "mcp/mcp.h"
 #include "serve/serve.h"
 #include "config.h"
 #include "lib/host_file.h"
@@ -634,6 +635,8 @@ int main(int argc, char **argv)
 		return client_exec(argc - 1, argv + 1);
 	case CLI_KILL:
 		return client_kill(argc - 1, argv + 1);
+	case CLI_MCP:
+		return mcp_main(argc - 1, argv + 1);
 	default:
 		fprintf(stderr, "husk: %s\n\n%s", husk_lasterr(), cli_usage);
 		return EXIT_USAGE;

@@ -998,22 +998,6 @@ static struct node *record(struct applier *a, struct node *dir, struct node *n,
 
 /* ---- entries ---- */
 
-static int write_all(int fd, const unsigned char *p, size_t len)
-{
-	ssize_t w;
-
-	while (len) {
-		w = write(fd, p, len);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w < 0 ? -errno : -EIO;
-		p += w;
-		len -= w;
-	}
-	return 0;
-}
-
 static int put_file(struct applier *a)
 {
 	struct entry *e = &a->e;

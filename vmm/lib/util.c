@@ -163,20 +163,27 @@ int write_all_at(int fd, const void *p, size_t n, uint64_t off)
 	return 0;
 }
 
-void write_best_effort(int fd, const void *p, size_t n)
+int write_all(int fd, const void *p, size_t n)
 {
 	const uint8_t *b = p;
 
-	while (n && fd >= 0) {
+	while (n) {
 		ssize_t w = write(fd, b, n);
 
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
-			return;
+			return w < 0 ? -errno : -EIO;
 		b += w;
-		n -= w;
+		n -= (size_t)w;
 	}
+	return 0;
+}
+
+void write_best_effort(int fd, const void *p, size_t n)
+{
+	if (fd >= 0)
+		(void)write_all(fd, p, n);
 }
 
 int stop_signalfd(void)

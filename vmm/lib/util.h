@@ -46,6 +46,8 @@ int write_all_at(int fd, const void *p, size_t n, uint64_t off);
  * Write all of p unless the fd fails: output sinks (console, job output)
  * must never stop a VM because their reader went away.
  */
+/* All n bytes (retrying short writes and EINTR): 0, or -errno (-EIO: no progress). */
+int write_all(int fd, const void *p, size_t n);
 void write_best_effort(int fd, const void *p, size_t n);
 
 /*

@@ -37,19 +37,12 @@ void guest_prof_add(struct guest_prof *p, uint64_t t_us, uint64_t rip)
 	__atomic_store_n(&p->n, n + 1, __ATOMIC_RELEASE);
 }
 
-static int write_all(int fd, const char *b, size_t n)
+static int write_out(int fd, const char *b, size_t n)
 {
-	while (n) {
-		ssize_t w = write(fd, b, n);
+	int err = write_all(fd, b, n);
 
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return husk_seterr(w < 0 ? errno : EIO, "profile: cannot write: %s",
-					   w < 0 ? strerror(errno) : "short write");
-		b += w;
-		n -= (size_t)w;
-	}
+	if (err)
+		return husk_seterr(-err, "profile: cannot write: %s", strerror(-err));
 	return 0;
 }
 
@@ -65,7 +58,7 @@ int guest_prof_write(const struct guest_prof *p, int fd)
 					(unsigned long long)p->t_us[i],
 					(unsigned long long)p->rip[i]);
 		if (len > sizeof(buf) - 48 || i + 1 == n) {
-			err = write_all(fd, buf, len);
+			err = write_out(fd, buf, len);
 			if (err)
 				return err;
 			len = 0;

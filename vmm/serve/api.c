@@ -560,7 +560,7 @@ static bool known_key(enum api_op op, const char *k)
 }
 
 /* jansson's own limit is 2048 levels: count brackets first, outside strings. */
-static bool too_deep(const char *s, size_t n)
+bool api_too_deep(const char *s, size_t n)
 {
 	unsigned depth = 0;
 	bool str = false;
@@ -770,7 +770,7 @@ int api_parse(const char *s, size_t len, struct api_req *r, const char **code)
 	*code = E_BAD;
 	if (len >= API_MAX_LINE)
 		return husk_seterr(E2BIG, "a request may be at most %u bytes", API_MAX_LINE - 1);
-	if (too_deep(s, len))
+	if (api_too_deep(s, len))
 		return husk_seterr(EINVAL, "a request may nest at most %d levels", API_MAX_DEPTH);
 	r->root = json_loadb(s, len, JSON_REJECT_DUPLICATES, &je);
 	if (!r->root)

@@ -95,6 +95,9 @@ struct api_req {
 int api_parse(const char *line, size_t len, struct api_req *r, const char **code);
 void api_req_free(struct api_req *r);
 
+/* More than API_MAX_DEPTH levels of brackets (outside strings) in s[0..n). */
+bool api_too_deep(const char *s, size_t n);
+
 /* The names of ops, for metrics. */
 const char *api_op_name(enum api_op op);
 

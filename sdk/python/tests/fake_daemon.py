@@ -100,6 +100,8 @@ class FakeDaemon:
         if m.get("wrong_re"):
             self._send(c, 999, event="stdout", data=b64(b"x"))
             return
+        if m.get("hang"):
+            return
         out = m.get("stdout", ("ran " + " ".join(argv) + "\n").encode())
         for i in range(0, len(out), 1000):
             self._send(c, re, event="stdout", data=b64(out[i:i + 1000]))
@@ -130,6 +132,9 @@ class FakeDaemon:
             self._command_events(c, re, req["argv"])
             if m.get("hangup") or m.get("garbage") or m.get("long_line") or m.get("wrong_re"):
                 return False
+            if m.get("hang"):
+                self.execs[re] = {"op": op, "argv": req["argv"], "in": bytearray()}
+                return True
             fin = {"ok": True, "exit_code": m.get("exit_code", 0)}
             if op == "run":
                 fin["record"] = {"schema": "husk.run/1", "start": "pool"}
@@ -182,6 +187,15 @@ class FakeDaemon:
             else:
                 self._send(c, re, ok=True, allow=req.get("allow", []),
                            allow_host=req.get("allow_host", []), deny=req.get("deny", []))
+        elif op == "signal":
+            x = self.execs.pop(req.get("exec"), None)
+            if not x:
+                self._err(c, re, "not-found", "no running command with that id")
+                return True
+            self._send(c, re, ok=True)
+            target = req.get("exec")
+            self._send(c, target, event="exit", exit_code=None, signal=9, timed_out=False)
+            self._send(c, target, ok=True, exit_code=None)
         elif op == "destroy":
             self._send(c, re, ok=True, record={"schema": "husk.run/1"})
         elif op == "kill":
