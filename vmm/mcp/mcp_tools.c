@@ -536,7 +536,7 @@ json_t *mcp_tools_list(void)
 /* An exec whose daemon side failed: the sandbox is gone, or it refused. */
 static json_t *exec_failed(struct mcp_box *b, struct exec_out *x, int r)
 {
-	if (r < 0 || !strcmp(x->error_code, "not-found") || !strcmp(x->error_code, "conflict")) {
+	if (r < 0 || !strcmp(x->error_code, "not-found") || !strcmp(x->error_code, "gone")) {
 		const char *why = r < 0 ? husk_lasterr() : x->error;
 		char msg[700];
 

@@ -36,6 +36,7 @@ enum api_op {
 #define E_NOT_FOUND "not-found"
 #define E_BUSY "busy"
 #define E_CONFLICT "conflict"
+#define E_GONE "gone"
 #define E_FAILED "failed"
 #define E_SHUTTING_DOWN "shutting-down"
 #define E_INTERNAL "internal"

@@ -793,14 +793,23 @@ static const char *handle(struct client *c, struct api_req *r)
 		sb_end(sb);
 		return "ok";
 	case OP_POLICY:
-		if (sb->state == SB_DONE || sb_policy(sb, &to, r->policy)) {
-			reply_err(&to, E_CONFLICT, sb->state == SB_DONE ? "the sandbox has ended" :
-				  husk_lasterr());
+		if (sb->state == SB_ENDING || sb->state == SB_DONE) {
+			reply_err(&to, E_GONE, "the sandbox has ended");
+			return E_GONE;
+		}
+		if (sb_policy(sb, &to, r->policy)) {
+			reply_err(&to, E_CONFLICT, husk_lasterr());
 			return E_CONFLICT;
 		}
 		return "ok";
 	default:
 		break;
+	}
+	/* An ended sandbox keeps its record for inspect and wait; a client
+	 * still talking to it must learn that it is gone, not that it is busy. */
+	if (sb->state == SB_ENDING || sb->state == SB_DONE) {
+		reply_err(&to, E_GONE, "the sandbox has ended");
+		return E_GONE;
 	}
 	if (sb->state != SB_READY || sb->is_run) {
 		reply_err(&to, E_CONFLICT, "the sandbox is not a running session");

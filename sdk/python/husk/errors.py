@@ -51,7 +51,8 @@ class NotFound(HuskError):
 
 
 class SandboxGone(NotFound):
-    """The sandbox is no longer there (ended, killed, timed out, or not yours)."""
+    """The sandbox is no longer there (ended, killed, timed out, or not yours):
+    the daemon's ``gone``, or ``not-found`` for an operation on a sandbox."""
 
 
 class Busy(HuskError):
@@ -120,7 +121,7 @@ def from_reply(reply: dict[str, Any], op: str = "") -> HuskError:
         return ProtocolError("an error line without an error object: %r" % (reply,))
     code = str(err.get("code", ""))
     message = str(err.get("message", "")) or code
-    cls = _BY_CODE.get(code, HuskError)
+    cls = SandboxGone if code == "gone" else _BY_CODE.get(code, HuskError)
     if cls is NotFound and op not in ("", "run", "create", "health", "list"):
         cls = SandboxGone
     if cls is BadRequest and op == "policy":

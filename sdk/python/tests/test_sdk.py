@@ -150,6 +150,18 @@ class Errors(Base):
             with self.assertRaises(husk.SandboxGone):
                 sb.run("true")
 
+    def test_ended_sandbox(self) -> None:
+        # An ended sandbox the daemon still remembers: "gone", for every op.
+        for op in ("exec", "put", "get", "policy"):
+            self.d.mode.clear()
+            self.d.mode["error_" + op] = ("gone", "the sandbox has ended")
+            with self.sandbox(net="egress") as sb:
+                with self.assertRaises(husk.SandboxGone) as e:
+                    {"exec": lambda: sb.run("true"), "put": lambda: sb.write("f", b"x"),
+                     "get": lambda: sb.read("f"),
+                     "policy": lambda: sb.policy(allow=["198.51.100.1/32"])}[op]()
+                self.assertEqual(e.exception.code, "gone")
+
     def test_policy_denied(self) -> None:
         with self.sandbox(net="egress") as sb:
             self.assertEqual(sb.policy(allow=["198.51.100.1/32"])["allow"],
