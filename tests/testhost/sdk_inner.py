@@ -6,7 +6,7 @@
 # SDK's client (tests/testhost/mcp_client.cjs) when node and the SDK were
 # brought in. Prints figures: SDK overhead over the raw socket, and a
 # scripted 10-call agent session from the pool.
-#   sdk_inner.py BUILDDIR SRCDIR [NODE NODE_PATH]
+#   sdk_inner.py BUILDDIR SRCDIR IP [NODE NODE_PATH]   (IP: iproute2's ip)
 import asyncio
 import base64
 import hashlib
@@ -20,8 +20,9 @@ import tempfile
 import time
 
 B, S = sys.argv[1], sys.argv[2]
-NODE = sys.argv[3] if len(sys.argv) > 3 else ""
-NODE_PATH = sys.argv[4] if len(sys.argv) > 4 else ""
+IP = sys.argv[3]
+NODE = sys.argv[4] if len(sys.argv) > 4 else ""
+NODE_PATH = sys.argv[5] if len(sys.argv) > 5 else ""
 sys.path.insert(0, S + "/sdk/python")
 import husk  # noqa: E402
 import husk.aio  # noqa: E402
@@ -71,8 +72,40 @@ r = subprocess.run([HUSK, "template", "create", "base", "--template-dir", D, "--
                    capture_output=True, text=True)
 if not check(r.returncode == 0, "template base made", r.stderr):
     done()
+# The example agent's sandboxes have egress: their template has a NIC.
+r = subprocess.run([HUSK, "template", "create", "net", "--template-dir", D, "--mem", "256",
+                    "--net", "egress"], capture_output=True, text=True)
+check(r.returncode == 0, "template net (with a NIC) made", r.stderr)
+# A fake internet for the example agent: tests/net/fake-internet.py in a
+# network namespace behind a veth (HTTP on 8080 of www.allowed.test's and
+# evil.test's addresses, their DNS server), forwarded without NAT.
+INET = W + "/inet"
+os.makedirs(INET)
+for c in ("ip netns del huskinet", "ip netns add huskinet",
+          "ip link add up0 type veth peer name inet0 netns huskinet",
+          "ip addr add 192.0.2.1/24 dev up0", "ip link set up0 up",
+          "ip -n huskinet addr add 192.0.2.2/24 dev inet0", "ip -n huskinet link set inet0 up",
+          "ip -n huskinet link set lo up", "ip -n huskinet addr add 203.0.113.20/32 dev lo",
+          "ip -n huskinet addr add 203.0.113.53/32 dev lo",
+          "ip -n huskinet addr add 198.51.100.20/32 dev lo",
+          "ip route add 203.0.113.0/24 via 192.0.2.2", "ip route add 198.51.100.20/32 via 192.0.2.2",
+          "ip -n huskinet route add 10.200.0.0/16 via 192.0.2.1"):
+    subprocess.run([IP] + c.split()[1:], stderr=subprocess.DEVNULL)
+with open("/proc/sys/net/ipv4/ip_forward", "w") as f:
+    f.write("1\n")
+inet = subprocess.Popen([IP, "netns", "exec", "huskinet", "/usr/bin/python3",
+                         S + "/tests/net/fake-internet.py", INET, "203.0.113.53", "203.0.113.20",
+                         "198.51.100.20"], stderr=open(W + "/inet.err", "w"))
+for _ in range(100):
+    if os.path.exists(INET + "/ready"):
+        break
+    time.sleep(0.1)
+inet_up = check(os.path.exists(INET + "/ready"), "the fake internet is up",
+                open(W + "/inet.err").read())
+os.environ["HUSK_DNS_UPSTREAM"] = "203.0.113.53:53"
+
 with open(W + "/serve.conf", "w") as f:
-    f.write("max_vms = 4\nmax_mem = 4096\npool.base = 2\n")
+    f.write("max_vms = 6\nmax_mem = 4096\npool.base = 2\npool.net = 1\n")
 log = open(W + "/serve.log", "ab")
 daemon = subprocess.Popen([HUSK, "serve", "--socket", SOCK, "--template-dir", D,
                            "--config", W + "/serve.conf"], stdout=log, stderr=log)
@@ -81,12 +114,12 @@ h = {}
 for _ in range(600):
     try:
         h = husk.health()
-        if h["load"].get("pooled_ready") == 2:
+        if h["load"].get("pooled_ready") == 3:
             break
     except husk.ConnectionFailed:
         pass
     time.sleep(0.2)
-check(h.get("load", {}).get("pooled_ready") == 2, "husk.health(): the daemon is up, its pool warm",
+check(h.get("load", {}).get("pooled_ready") == 3, "husk.health(): the daemon is up, its pool warm",
       h)
 
 # ---- a session from the pool
@@ -294,6 +327,30 @@ else:
     check(not [x for x in lst if x.get("kind") != "pool"], "mcp: its sandbox was destroyed at "
           "the end", lst)
 
+# ---- examples/agent-tool: the scripted agent, its allowed and refused hosts
+if inet_up:
+    p = subprocess.run(["/usr/bin/python3", S + "/examples/agent-tool/agent.py", "--template",
+                        "net", "--api-url", "http://www.allowed.test:8080/v1/status",
+                        "--refused-url", "http://evil.test:8080/upload"],
+                       capture_output=True, text=True, timeout=600)
+    print("".join("    | " + ln + "\n" for ln in p.stdout.splitlines()), end="", flush=True)
+    check(p.returncode == 0 and "all as expected" in p.stdout,
+          "example agent: every step as expected", (p.returncode, p.stderr))
+    check("Revenue grew 12 percent" in p.stdout and "top region: south" in p.stdout,
+          "example agent: the PDF's text and the table's summary", p.stdout[-600:])
+    check("husk-it-ok from 203.0.113.20" in p.stdout, "example agent: the allowed API answered")
+    asked = open(INET + "/dns.log").read() if os.path.exists(INET + "/dns.log") else ""
+    check("www.allowed.test" in asked and "evil.test" not in asked,
+          "example agent: the refused name never left the host", asked)
+    p = subprocess.run(["/usr/bin/python3", S + "/examples/agent-tool/agent.py", "--pdf",
+                        W + "/none.pdf"], capture_output=True, text=True, timeout=60)
+    check(p.returncode == 2 and "none.pdf" in p.stderr, "example agent: a missing input is "
+          "exit 2 with a message", (p.returncode, p.stderr))
+else:
+    skip("example agent: no fake internet")
+
 daemon.terminate()
 daemon.wait(60)
+inet.terminate()
+subprocess.run([IP, "netns", "del", "huskinet"], stderr=subprocess.DEVNULL)
 done()
