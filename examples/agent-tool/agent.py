@@ -132,7 +132,7 @@ class Agent:
         ok = err is None and (expect is None or expect(v))
         if not ok:
             self.bad += 1
-        print("[%2d] %-11s %-44s %6.0f ms  %s" % (self.n, tool, what, ms, "ok" if ok else "NOT OK"),
+        print("[%2d] %-11s %-56s %6.0f ms  %s" % (self.n, tool, what, ms, "ok" if ok else "NOT OK"),
               flush=True)
         shown = str(err) if err is not None else show(v)
         for line in shown.splitlines()[:12]:

@@ -196,6 +196,25 @@ with husk.Sandbox(net="egress") as sb:
     p = sb.policy(allow=["192.0.2.1/32:tcp:443"])
     check(p["allow"] == ["192.0.2.1/32:tcp:443"], "policy: a rule set and read back", p)
 
+# A networked pool serves requests for egress only; the rules of one do not
+# stay for the next clone.
+with husk.Sandbox("net") as sb:
+    check(sb.start == "template", "a request without net is not served by the networked pool",
+          sb.start)
+with husk.Sandbox("net", net="egress", allow=["198.51.100.20/32:tcp:8080"]) as sb:
+    check(sb.start == "pool", "net egress with rules: a clone of the networked pool", sb.start)
+    r = sb.run("printf 'GET / HTTP/1.0\\r\\n\\r\\n' | busybox nc -w 3 198.51.100.20 8080")
+    check(b"husk-it-ok from 198.51.100.20" in r.stdout, "its rule lets it through",
+          (r.stdout, r.stderr))
+    check(sb.policy()["allow"] == ["198.51.100.20/32:tcp:8080"], "policy reads the rule back")
+deadline = time.monotonic() + 120
+while time.monotonic() < deadline and husk.health()["load"].get("pooled_ready") != 3:
+    time.sleep(0.5)
+with husk.Sandbox("net", net="egress") as sb:
+    r = sb.run("printf 'GET / HTTP/1.0\\r\\n\\r\\n' | busybox nc -w 3 198.51.100.20 8080; true")
+    check(sb.start == "pool" and b"husk-it-ok" not in r.stdout,
+          "the next pooled clone starts with no rule: nothing gets through", (sb.start, r.stdout))
+
 e = raises(TypeError, lambda: husk.Sandbox("base", memory=512))
 check(isinstance(e, TypeError), "an unknown option is a TypeError before anything is sent", e)
 e = raises(husk.ConnectionFailed, lambda: husk.run("true", socket=W + "/none.sock"))
@@ -339,6 +358,8 @@ if inet_up:
     check("Revenue grew 12 percent" in p.stdout and "top region: south" in p.stdout,
           "example agent: the PDF's text and the table's summary", p.stdout[-600:])
     check("husk-it-ok from 203.0.113.20" in p.stdout, "example agent: the allowed API answered")
+    check("(pool start)" in p.stdout, "example agent: its networked sandbox came from the pool "
+          "(the rules set on the warm clone)")
     asked = open(INET + "/dns.log").read() if os.path.exists(INET + "/dns.log") else ""
     check("www.allowed.test" in asked and "evil.test" not in asked,
           "example agent: the refused name never left the host", asked)

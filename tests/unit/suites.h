@@ -48,6 +48,7 @@ Suite *util_suite(void);
 Suite *snapshot_suite(void);
 Suite *template_suite(void);
 Suite *session_suite(void);
+Suite *api_suite(void);
 Suite *layer_suite(void);
 
 #endif

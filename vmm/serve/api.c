@@ -375,7 +375,7 @@ static int get_cmd(json_t *o, struct api_cmd *c, bool need_argv)
 /* run, create: the worker's command line, checked as husk run checks it. */
 static int machine(json_t *o, struct api_req *r)
 {
-	bool set, changed = false;
+	bool set, changed = false, rules = false;
 	uint64_t timeout = 0;
 	json_t *v;
 	const char *s;
@@ -447,21 +447,21 @@ static int machine(json_t *o, struct api_req *r)
 		err = get_str(o, "net", &s);
 	if (!err && s) {
 		err = warg2(r, "--net", s);
-		changed |= strcmp(s, "none") != 0;
 		/* A sandbox with a network may have its rules changed (policy). */
 		r->net_policy = !strcmp(s, "egress");
+		changed |= strcmp(s, "none") && !r->net_policy;
 		if (!err && r->net_policy)
 			err = warg2(r, "--policy-fd", API_WORKER_POLICY_FD);
 	}
 	if (!err)
 		err = warg_strs(r, o, "allow", "--allow", &set);
-	changed |= set;
+	rules |= set;
 	if (!err)
 		err = warg_strs(r, o, "allow_host", "--allow-host", &set);
-	changed |= set;
+	rules |= set;
 	if (!err)
 		err = warg_strs(r, o, "deny", "--deny", &set);
-	changed |= set;
+	rules |= set;
 	if (!err)
 		err = warg_uint(r, o, "conn_rate", "--conn-rate", RUN_MAX_CONN_RATE, &set);
 	changed |= set;
@@ -481,7 +481,22 @@ static int machine(json_t *o, struct api_req *r)
 	if (cli_parse_run(r->wargc, r->wargv, &ro))
 		return -EINVAL;
 	r->mem_mib = ro.mem_mib;
-	r->machine_default = !changed;
+	r->machine_default = !changed && !r->net_policy && !rules;
+	/*
+	 * A networked pool's clone starts with no rule: it serves a request
+	 * whose only change is its egress rules, which it gets as a policy.
+	 */
+	r->net_pool = !changed && r->net_policy && r->template_name;
+	if (r->net_pool && rules) {
+		static const char *const keys[] = { "allow", "allow_host", "deny" };
+
+		r->policy = json_object();
+		if (!r->policy)
+			return husk_seterr(ENOMEM, "out of memory");
+		for (unsigned k = 0; k < 3; k++)
+			if (json_object_get(o, keys[k]))
+				json_object_set(r->policy, keys[k], json_object_get(o, keys[k]));
+	}
 	return 0;
 }
 

@@ -85,7 +85,10 @@ struct api_req {
 	int signal;			/* signal */
 	const char *path;		/* get */
 	bool net_policy;		/* run, create: --net egress, the worker takes policies */
-	json_t *policy;			/* policy: {"allow":[..],...} of the lists given, owned */
+	json_t *policy;			/* policy: {"allow":[..],...} of the lists given, owned;
+					 * run, create with net_pool: its rules, or NULL */
+	bool net_pool;			/* run, create: net egress and its rules only: a
+					 * networked pool's clone fits */
 };
 
 /*

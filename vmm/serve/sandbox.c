@@ -152,7 +152,7 @@ static int start_worker(struct sandbox *sb, char **wargv, int wargc, bool policy
 struct sandbox *sb_spawn(const struct api_req *r, const char *pool_template)
 {
 	struct sandbox *sb = calloc(1, sizeof(*sb));
-	char *pargv[12], life[24];
+	char *pargv[16], life[24];
 	int err;
 
 	if (!sb) {
@@ -164,6 +164,8 @@ struct sandbox *sb_spawn(const struct api_req *r, const char *pool_template)
 	sb->t_request = sb->t_active = now_us();
 	sb->next_id = 1;
 	if (pool_template) {
+		int n = 9;
+
 		snprintf(sb->template_name, sizeof(sb->template_name), "%s", pool_template);
 		sb->machine_default = true;
 		sb->from_pool = true;
@@ -177,7 +179,16 @@ struct sandbox *sb_spawn(const struct api_req *r, const char *pool_template)
 		pargv[6] = sb->template_name;
 		pargv[7] = "--timeout";
 		pargv[8] = life;
-		err = start_worker(sb, pargv, 9, false);
+		/* A template with a NIC: its clones wait with the network up and
+		 * no rule (everything denied) until a request's rules arrive. */
+		sb->pool_net = serve_template_net(pool_template);
+		if (sb->pool_net) {
+			pargv[n++] = "--net";
+			pargv[n++] = "egress";
+			pargv[n++] = "--policy-fd";
+			pargv[n++] = API_WORKER_POLICY_FD;
+		}
+		err = start_worker(sb, pargv, n, sb->pool_net);
 	} else {
 		snprintf(sb->template_name, sizeof(sb->template_name), "%s",
 			 r->template_name ? r->template_name : "");
@@ -557,6 +568,17 @@ static void setup_ready(struct sandbox *sb)
 	const struct api_req *r = sb->req;
 	unsigned i = sb->puts_sent;
 
+	/* A networked pool's clone has no rule: the request's come first. */
+	if (sb->pool_net && r->policy && !sb->rules_set) {
+		if (sb->rules_pending)
+			return;
+		if (sb_policy(sb, NULL, r->policy)) {
+			run_fail(sb, husk_lasterr());
+			return;
+		}
+		sb->rules_pending = true;
+		return;
+	}
 	/* One put at a time: the next goes when the guest answered this one. */
 	if (sb->puts_pending)
 		return;
@@ -922,7 +944,8 @@ int sb_policy(struct sandbox *sb, struct bind *to, json_t *policy)
 	if (n < 0)
 		return husk_seterr(errno, "the sandbox's supervisor does not take it: %s",
 				   strerror(errno));
-	bind_set(&sb->policy_to, to->c, to->re);
+	if (to)
+		bind_set(&sb->policy_to, to->c, to->re);
 	sb->policy_pending = true;
 	return 0;
 }
@@ -942,6 +965,10 @@ static void policy_answer(struct sandbox *sb)
 		epoll_ctl(srv.epfd, EPOLL_CTL_DEL, sb->pfd, NULL);
 		close(sb->pfd);
 		sb->pfd = -1;
+		if (sb->rules_pending) {
+			sb->rules_pending = false;
+			run_fail(sb, "the sandbox ended before its egress rules were set");
+		}
 		if (sb->policy_to.c)
 			bind_send(&sb->policy_to, api_error(sb->policy_to.re, E_FAILED,
 							    "the sandbox ended", NULL));
@@ -954,7 +981,19 @@ static void policy_answer(struct sandbox *sb)
 	lists_ok = !api_str_array(a, "allow", RUN_MAX_ALLOW, &al) && al &&
 		   !api_str_array(a, "allow_host", RUN_MAX_ALLOW_HOST, &ah) && ah &&
 		   !api_str_array(a, "deny", RUN_MAX_DENY, &dn) && dn;
-	if (!sb->policy_pending || !sb->policy_to.c) {
+	if (sb->rules_pending) {
+		/* The rules of the request that claimed this pooled clone. */
+		sb->rules_pending = false;
+		sb->policy_pending = false;
+		if (err || !json_is_true(json_object_get(a, "ok")) || !lists_ok) {
+			run_fail(sb, err ? err : "the sandbox's supervisor answered nonsense");
+		} else {
+			sb->rules_set = true;
+			setup_ready(sb);
+		}
+		json_decref(a);
+		return;
+	} else if (!sb->policy_pending || !sb->policy_to.c) {
 		/* Nobody asked, or the client left: nothing to pass on. */
 	} else if (err) {
 		bind_send(&sb->policy_to, api_error(sb->policy_to.re, E_FAILED, err, NULL));

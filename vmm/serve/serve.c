@@ -415,6 +415,23 @@ static bool pool_has(const char *tpl)
 	return false;
 }
 
+/*
+ * The pooled clone a request can have, or NULL. The clones of a template
+ * with a NIC run net egress with no rule, and serve only requests for net
+ * egress (their rules follow as a policy); the others only requests
+ * without a network.
+ */
+static struct sandbox *pool_for(const struct api_req *r)
+{
+	struct sandbox *sb;
+
+	if (!r->template_name || !(r->machine_default || r->net_pool) ||
+	    !pool_has(r->template_name))
+		return NULL;
+	sb = pool_take(r->template_name);
+	return sb && sb->pool_net == r->net_pool ? sb : NULL;
+}
+
 /* Make room for a request by giving up an idle clone of another pool. */
 static bool evict_pooled(void)
 {
@@ -438,9 +455,10 @@ static bool evict_pooled(void)
 #define TPL_CACHE_MAX 64
 #define TPL_CACHE_US (10 * 1000000ull)
 
-static struct {
+static struct tpl_cached {
 	char name[TEMPLATE_NAME_MAX + 1];
 	uint64_t mem_mib;
+	bool net;
 } tpl_cache[TPL_CACHE_MAX];
 static unsigned tpl_cached;
 static uint64_t tpl_cache_at;
@@ -465,12 +483,13 @@ static void tpl_cache_fill(void)
 			continue;
 		snprintf(tpl_cache[tpl_cached].name, sizeof(tpl_cache[0].name), "%s",
 			 t[i].meta.name);
+		tpl_cache[tpl_cached].net = t[i].meta.net;
 		tpl_cache[tpl_cached++].mem_mib = t[i].meta.mem_bytes >> 20;
 	}
 	free(t);
 }
 
-uint64_t serve_template_mem(const char *name)
+static const struct tpl_cached *tpl_find(const char *name)
 {
 	unsigned i;
 
@@ -478,8 +497,22 @@ uint64_t serve_template_mem(const char *name)
 		tpl_cache_fill();
 	for (i = 0; i < tpl_cached; i++)
 		if (!strcmp(tpl_cache[i].name, name))
-			return tpl_cache[i].mem_mib ? tpl_cache[i].mem_mib : RUN_DEFAULT_MEM_MIB;
-	return RUN_DEFAULT_MEM_MIB;
+			return &tpl_cache[i];
+	return NULL;
+}
+
+uint64_t serve_template_mem(const char *name)
+{
+	const struct tpl_cached *t = tpl_find(name);
+
+	return t && t->mem_mib ? t->mem_mib : RUN_DEFAULT_MEM_MIB;
+}
+
+bool serve_template_net(const char *name)
+{
+	const struct tpl_cached *t = tpl_find(name);
+
+	return t && t->net;
 }
 
 static void pools_fill(void)
@@ -538,8 +571,7 @@ static void start(struct bind *to, struct api_req *req)
 	}
 	*keep = *req;
 	memset(req, 0, sizeof(*req));
-	if (keep->template_name && keep->machine_default && pool_has(keep->template_name))
-		sb = pool_take(keep->template_name);
+	sb = pool_for(keep);
 	if (sb) {
 		sb->start_kind = "pool";
 		sb->t_request = now_us();
@@ -564,8 +596,7 @@ static void start(struct bind *to, struct api_req *req)
 static void admit(struct bind *to, struct api_req *req)
 {
 	struct queued *q, **tail;
-	bool pooled = req->template_name && req->machine_default && pool_has(req->template_name) &&
-		      pool_take(req->template_name);
+	bool pooled = pool_for(req);
 
 	if (srv.draining) {
 		bind_send(to, api_error(to->re, E_SHUTTING_DOWN, "husk serve is shutting down",
@@ -612,8 +643,7 @@ static void dequeue(void)
 {
 	while (srv.queue) {
 		struct queued *q = srv.queue;
-		bool pooled = q->req.template_name && q->req.machine_default &&
-			      pool_has(q->req.template_name) && pool_take(q->req.template_name);
+		bool pooled = pool_for(&q->req);
 
 		if (!q->to.c) {		/* its client left while it waited */
 			srv.queue = q->next;

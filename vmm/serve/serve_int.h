@@ -82,6 +82,9 @@ struct sandbox {
 	bool machine_default;
 	const char *start_kind;		/* "cold", "template", "pool" */
 	bool from_pool;
+	bool pool_net;			/* a pooled clone with net egress (and no rule yet) */
+	bool rules_pending;		/* its request's rules sent as a policy, unanswered */
+	bool rules_set;			/* ... and applied */
 	bool warming;			/* a pooled clone running its warm-up exec */
 	pid_t pid;
 	int pidfd, xfd, jfd, logfd;
@@ -150,6 +153,7 @@ bool client_full(const struct client *c);
 void ep_mod(int fd, struct handle *h, uint32_t events);
 void serve_changed(void);	/* a sandbox ended or became ready: admission, pools, metrics */
 uint64_t serve_template_mem(const char *name);	/* a template's guest RAM, MiB */
+bool serve_template_net(const char *name);	/* the template's guest has a NIC */
 
 /* sandbox.c */
 struct sandbox *sb_spawn(const struct api_req *r, const char *pool_template);
