@@ -106,6 +106,9 @@ const char cli_run_usage[] =
 	"  --policy-fd N       with --net egress: take changes of --allow,\n"
 	"                      --allow-host and --deny while the VM runs, as JSON\n"
 	"                      on the SOCK_SEQPACKET socket N (husk serve's policy)\n"
+	"  --hold-fd N         boot (or restore) the VM, then hold the job until a\n"
+	"                      byte can be read from fd N (husk oci: create, then\n"
+	"                      start); --timeout counts from then\n"
 	"  --no-jail           debugging only: run the VMM without its jail\n"
 	"                      (namespaces, uid, cgroup, seccomp); husk warns\n"
 	"  --verbose           debug messages on stderr\n"
@@ -531,6 +534,7 @@ void cli_run_defaults(struct run_opts *o)
 	o->json_fd = -1;
 	o->session_fd = -1;
 	o->policy_fd = -1;
+	o->hold_fd = -1;
 }
 
 int cli_parse_run(int argc, char **argv, struct run_opts *o)
@@ -540,7 +544,7 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 	       O_NET, O_ALLOW, O_CONN_RATE, O_EGRESS_LIMIT, O_EGRESS_RATE, O_MAX_DESTS, O_ALLOW_HOST, O_DENY, O_CPUS,
 	       O_PIDS_MAX, O_UID_RANGE, O_NO_JAIL, O_GET_KEEP_MODES, O_JSON_FD, O_RESULT,
 	       O_TEMPLATE, O_TEMPLATE_DIR, O_NO_HUGEPAGES, O_SESSION_FD, O_SERVER, O_CWD,
-	       O_POLICY_FD, O_IMAGE, O_IMAGE_DIR };
+	       O_POLICY_FD, O_IMAGE, O_IMAGE_DIR, O_HOLD_FD };
 	bool mem_set = false, vcpus_set = false;
 	static const struct option opts[] = {
 		{ "kernel", required_argument, NULL, O_KERNEL },
@@ -574,6 +578,7 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 		{ "no-hugepages", no_argument, NULL, O_NO_HUGEPAGES },
 		{ "session-fd", required_argument, NULL, O_SESSION_FD },
 		{ "policy-fd", required_argument, NULL, O_POLICY_FD },
+		{ "hold-fd", required_argument, NULL, O_HOLD_FD },
 		{ "server", required_argument, NULL, O_SERVER },
 		{ "cwd", required_argument, NULL, O_CWD },
 		{ "get-keep-modes", no_argument, NULL, O_GET_KEEP_MODES },
@@ -735,6 +740,11 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 			if (!err)
 				o->policy_fd = v;
 			break;
+		case O_HOLD_FD:
+			err = cli_num_opt("--hold-fd", optarg, 3, 1023, &v);
+			if (!err)
+				o->hold_fd = v;
+			break;
 		case O_GET_KEEP_MODES:
 			o->get_keep_modes = true;
 			break;
@@ -821,6 +831,12 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 	if (o->policy_fd >= 0 && (o->policy_fd == o->session_fd || o->policy_fd == o->json_fd))
 		return husk_seterr(EINVAL, "--policy-fd %d is already another option's fd",
 				   o->policy_fd);
+	if (o->hold_fd >= 0 && (o->hold_fd == o->session_fd || o->hold_fd == o->json_fd ||
+				o->hold_fd == o->policy_fd))
+		return husk_seterr(EINVAL, "--hold-fd %d is already another option's fd", o->hold_fd);
+	if (o->hold_fd >= 0 && (o->session_fd >= 0 || o->template_create))
+		return husk_seterr(EINVAL, "--hold-fd holds a job: not with --session-fd or a "
+				   "template's creation");
 	if ((err = check_contradictions(o)) || (err = merge_allows(o)))
 		return err;
 	if (o->cpu_milli > o->vcpus * 1000)

@@ -121,6 +121,7 @@ struct run_opts {
 	bool no_hugepages;		/* --no-hugepages: guest RAM in small pages */
 	int session_fd;			/* --session-fd N: husk serve's session socket; -1 */
 	int policy_fd;			/* --policy-fd N: live rule changes (run_policy.c); -1 */
+	int hold_fd;			/* --hold-fd N: the job waits for a byte there (husk oci); -1 */
 	const char *server;		/* --server PATH: through husk serve; NULL */
 	/* Templates (template.h). */
 	const char *template_name;	/* --template NAME: restore instead of boot */

@@ -78,10 +78,10 @@ static void op_started(void *arg)
 	check_live(arg);
 }
 
-static bool op_hello(void *arg)
+static enum session_hello op_hello(void *arg)
 {
 	check_live(arg);
-	return false;
+	return SH_GO;
 }
 
 static void op_xevent(void *arg, const struct session_xevent *ev)

@@ -315,13 +315,20 @@ static int on_files_out(struct session *s, uint8_t **pp, uint32_t len)
 
 static int on_hello(struct session *s, const uint8_t *p, uint32_t len, uint64_t now)
 {
-	if (s->state != SS_HELLO)
+	enum session_hello h;
+
+	if (s->state != SS_HELLO || s->waiting)
 		return fail(s, "guest sent HELLO twice");
 	read_steps(s, p, len);
-	if (s->ops.hello && s->ops.hello(s->ops.arg)) {
+	h = s->ops.hello ? s->ops.hello(s->ops.arg) : SH_GO;
+	if (h == SH_END) {
 		s->held = true;
 		s->state = SS_OVER;
 		return 1;
+	}
+	if (h == SH_WAIT) {
+		s->waiting = true;
+		return 0;
 	}
 	s->state = SS_RUNNING;
 	if (send_job(s, now))
@@ -585,7 +592,8 @@ static void check_stall(struct session *s, uint64_t now)
 			     s->tm.allowance_s);
 		return;
 	}
-	if (s->state == SS_OVER)
+	/* guest-init waits for its job without a word: not a stall. */
+	if (s->state == SS_OVER || s->waiting)
 		return;
 	if (!s->r.job_started && proto_outq_len(&s->q) && now - s->last_tx > s->tm.write_stall_us) {
 		fail(s, "guest-init stopped reading its control channel before the job started");
@@ -608,6 +616,8 @@ void session_tick(struct session *s, uint64_t now)
 	check_stall(s, now);
 	if (s->stopped)
 		return;
+	if (s->waiting)
+		return;
 	if (s->r.t_done && now - s->r.t_done > s->tm.done_grace_us) {
 		stop(s, SESSION_NO_POWEROFF, "guest-init finished but did not power off; "
 		     "stopped by husk");
@@ -621,6 +631,23 @@ void session_tick(struct session *s, uint64_t now)
 	else
 		stop(s, SESSION_TIMEOUT, "the guest did not finish within --timeout plus the "
 		     "boot allowance");
+}
+
+int session_release(struct session *s, uint64_t now)
+{
+	if (!s->waiting || s->stopped)
+		return husk_seterr(EINVAL, "no job waits to be started");
+	s->waiting = false;
+	s->state = SS_RUNNING;
+	s->last_rx = now;
+	if (send_job(s, now))
+		return fail(s, "cannot send the job: %s", husk_lasterr());
+	return 0;
+}
+
+bool session_waiting(const struct session *s)
+{
+	return s->waiting && !s->stopped;
 }
 
 /* ---- session requests ---- */

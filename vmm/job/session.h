@@ -85,6 +85,12 @@ struct session_xevent {
 	struct session_exit exit;	/* SX_EXIT */
 };
 
+enum session_hello {
+	SH_GO,				/* send the job now */
+	SH_END,				/* hold the job back for good (a template is saved now) */
+	SH_WAIT,			/* send it at session_release() (husk oci: create, then start) */
+};
+
 struct session_ops {
 	void *arg;
 	/* The one-shot job's output, within max_output (markers included). */
@@ -102,8 +108,8 @@ struct session_ops {
 	ssize_t (*put_read)(void *arg, unsigned idx, void *buf, size_t cap);
 	/* The job (or the session) started: set-up is over. */
 	void (*started)(void *arg);
-	/* guest-init said HELLO: true holds the job back (a template is saved now). */
-	bool (*hello)(void *arg);
+	/* guest-init said HELLO: go on, end here, or wait for session_release(). */
+	enum session_hello (*hello)(void *arg);
 	/* A session's answer to a request. */
 	void (*xevent)(void *arg, const struct session_xevent *ev);
 	/* The session must end the VM: why, and the message (result.error). */
@@ -134,6 +140,7 @@ struct session {
 	bool put_open, puts_queued;
 	bool stdin_open;		/* one-shot: stdin frames still wanted */
 	bool held;			/* HELLO held back (template) */
+	bool waiting;			/* HELLO answered by session_release() only */
 	uint64_t last_rx, last_tx;
 	bool mid_frame;			/* the owner's reader holds part of a frame */
 	bool stopped;			/* ops->stop was called */
@@ -172,8 +179,13 @@ void session_pump(struct session *s, uint64_t now);
 bool session_wants_stdin(const struct session *s);
 int session_stdin(struct session *s, const void *p, size_t n, uint64_t now);
 
-/* Stall rules and the deadline. */
+/* Stall rules and the deadline (neither applies while the job waits). */
 void session_tick(struct session *s, uint64_t now);
+
+/* Send the job held by SH_WAIT: 0, or -errno (nothing waits, or it failed). */
+int session_release(struct session *s, uint64_t now);
+/* Whether the job waits for session_release(). */
+bool session_waiting(const struct session *s);
 
 /*
  * Session requests (job_opts.session, after SS_RUNNING): 0, or -errno

@@ -82,6 +82,7 @@ struct sup {
 	size_t msg_len, msg_off;	/* payload bytes and how far extraction got */
 	bool msg_on;
 	uint64_t backstop;
+	bool hold_over;			/* --hold-fd: the job was released */
 	uint64_t kill_at;		/* SIGKILL the VM process then, 0 = not yet */
 	int result_fd;			/* --result FILE, opened at the start */
 	char error[512];		/* the supervisor's own reason to end the run */
@@ -287,6 +288,7 @@ static int spawn_vm(struct sup *S, uint64_t start)
 	a.chan_fd = sv[1];
 	a.put_fd = S->files.put_fd;
 	a.xfd = S->o->session_fd;
+	a.hold_fd = S->o->hold_fd;
 	a.console_fd = S->console_fd;
 	a.tap_fd = S->tap_fd;
 	memcpy(a.mac, S->mac, sizeof(a.mac));
@@ -307,7 +309,8 @@ static int spawn_vm(struct sup *S, uint64_t start)
 	}
 	if (S->pid == 0) {
 		int keep[] = { sv[1], a.xfd, a.put_fd, a.console_fd, a.tap_fd, a.tpl_state_fd,
-			       a.tpl_mem_fd, a.snap_state_fd, a.snap_mem_fd, S->net_sink };
+			       a.tpl_mem_fd, a.snap_state_fd, a.snap_mem_fd, S->net_sink,
+			       a.hold_fd };
 
 		/* Dies with the supervisor, whatever kills it (jail_fork does it too). */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -323,6 +326,8 @@ static int spawn_vm(struct sup *S, uint64_t start)
 	/* The VM process holds the session: husk serve sees EOF when it is gone. */
 	if (S->o->session_fd >= 0)
 		close(S->o->session_fd);
+	if (S->o->hold_fd >= 0)
+		close(S->o->hold_fd);
 	S->chan = sv[0];
 	/* The VM process holds these now; the tap must vanish with it. */
 	if (S->tap_fd >= 0)
@@ -417,6 +422,12 @@ static bool discarding(const struct sup *S)
  */
 static void on_ready(struct sup *S)
 {
+	/* A held job (--hold-fd) starts now: --timeout counts from here, once. */
+	if (S->o->hold_fd >= 0 && !S->hold_over) {
+		S->hold_over = true;
+		S->backstop = now_us() + S->o->job.timeout_sec * 1000000u +
+			      (kvm_host_is_pvm() ? PVM_BACKSTOP_US : BACKSTOP_US);
+	}
 	if (S->cg_on && S->cpu_job && S->cpu_job != S->cpu_boot &&
 	    cgroup_set_cpu(&S->cg, S->cpu_job))
 		husk_msg("warning: cannot set the job's CPU quota: %s", husk_lasterr());
@@ -850,6 +861,8 @@ static int prepare(struct sup *S)
 	if (o->session_fd >= 0 && !is_seqpacket(o->session_fd))
 		return husk_seterr(EBADF, "--session-fd %d: not a SOCK_SEQPACKET socket",
 				   o->session_fd);
+	if (o->hold_fd >= 0 && fcntl(o->hold_fd, F_GETFD) < 0)
+		return husk_seterr(EBADF, "--hold-fd %d is not an open file descriptor", o->hold_fd);
 	if (o->policy_fd >= 0 && !is_seqpacket(o->policy_fd))
 		return husk_seterr(EBADF, "--policy-fd %d: not a SOCK_SEQPACKET socket",
 				   o->policy_fd);
@@ -906,6 +919,9 @@ int run_job(const struct run_opts *o, uint64_t start, struct run_result *r)
 	r->start_epoch_us = wall_us() - (now_us() - start);
 	S.backstop = start + o->job.timeout_sec * 1000000u +
 		     (kvm_host_is_pvm() ? PVM_BACKSTOP_US : BACKSTOP_US);
+	/* A held job may wait for its start without end, as a created container does. */
+	if (o->hold_fd >= 0)
+		S.backstop = UINT64_MAX;
 
 	if (prepare(&S) || spawn_vm(&S, start) || confine_vm(&S)) {
 		snprintf(S.error, sizeof(S.error), "%s", husk_lasterr());

@@ -131,6 +131,7 @@ struct run_vm_args {
 	const char *root;		/* runtime directory, becomes "/" */
 	int chan_fd;
 	int xfd;			/* -1, or husk serve's end of a session (SOCK_SEQPACKET) */
+	int hold_fd;			/* -1, or --hold-fd: the job goes when it is readable */
 	int put_fd;			/* -1 or every --put stream back to back */
 	int console_fd;			/* -1: discard */
 	int tap_fd;			/* -1: no NIC */

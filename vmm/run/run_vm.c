@@ -529,14 +529,16 @@ static void op_started(void *arg)
 		fail(R, "%s", husk_lasterr());
 }
 
-static bool op_hello(void *arg)
+static enum session_hello op_hello(void *arg)
 {
 	struct rvm *R = arg;
 
-	if (!R->a->snapshot)
-		return false;
-	save_template(R);
-	return true;
+	if (R->a->snapshot) {
+		save_template(R);
+		return SH_END;
+	}
+	/* --hold-fd: the VM is up, the job goes when a byte arrives there. */
+	return R->a->hold_fd >= 0 ? SH_WAIT : SH_GO;
 }
 
 static void op_stop(void *arg, enum session_stop why, const char *msg)
@@ -641,6 +643,25 @@ static void flush_ctl(struct rvm *R)
 	session_pump(&R->sess, now_us());
 }
 
+/* --hold-fd readable: a byte starts the held job; EOF means it never will. */
+static void on_hold(struct rvm *R)
+{
+	struct session *s = &R->sess;
+	uint64_t now = now_us();
+	char c;
+	ssize_t n = read(R->a->hold_fd, &c, 1);
+
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n != 1) {
+		fail(R, "the job was never started (--hold-fd %s)", n ? strerror(errno) : "closed");
+		return;
+	}
+	/* --timeout and the set-up allowance count from the start, not the boot. */
+	s->tm.deadline = now + s->tm.allowance_s * 1000000ull + R->o->job.timeout_sec * 1000000ull;
+	session_release(s, now);
+}
+
 static void event_loop(struct rvm *R)
 {
 	for (;;) {
@@ -649,7 +670,7 @@ static void event_loop(struct rvm *R)
 		short ctl_ev = (busy(R) ? 0 : POLLIN) | (proto_outq_len(q) ? POLLOUT : 0);
 		/* Requests only once the session runs, and while the guest's queue is short. */
 		bool want_x = session_ready(&R->sess) && proto_outq_len(q) < SESSION_OUTQ_LOW;
-		struct pollfd p[7] = {
+		struct pollfd p[8] = {
 			{ .fd = R->vm->stop_fd, .events = POLLIN },
 			{ .fd = R->sfd, .events = POLLIN },
 			{ .fd = R->lfd, .events = POLLIN },
@@ -657,8 +678,9 @@ static void event_loop(struct rvm *R)
 			{ .fd = want_in ? R->in_fd : -1, .events = POLLIN },
 			{ .fd = R->chan, .events = POLLIN | (chan_busy(R) ? POLLOUT : 0) },
 			{ .fd = R->xfd, .events = (want_x ? POLLIN : 0) | (R->xpend ? POLLOUT : 0) },
+			{ .fd = session_waiting(&R->sess) ? R->a->hold_fd : -1, .events = POLLIN },
 		};
-		int r = poll(p, 7, 20), i;
+		int r = poll(p, 8, 20), i;
 
 		if (r < 0 && errno != EINTR) {
 			fail(R, "poll: %s", strerror(errno));
@@ -695,6 +717,8 @@ static void event_loop(struct rvm *R)
 			xflush(R);
 		if (p[6].revents & (POLLIN | POLLHUP | POLLERR))
 			on_xfd(R);
+		if (p[7].revents & (POLLIN | POLLHUP | POLLERR))
+			on_hold(R);
 		flush_ctl(R);
 		session_tick(&R->sess, now_us());
 	}
