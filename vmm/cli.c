@@ -22,6 +22,7 @@ const char cli_usage[] =
 	"  exec      run a command in a husk serve session\n"
 	"  kill      end a husk serve sandbox\n"
 	"  mcp       a Model Context Protocol server whose tools run in a sandbox\n"
+	"  oci       an OCI runtime with runc's command line (also as husk-runc)\n"
 	"  boot      boot a kernel in a microVM and print its console\n"
 	"  version   print husk's version\n"
 	"  help      print this help (also: husk --help, husk COMMAND --help)\n";
@@ -94,6 +95,8 @@ enum cli_command cli_command(int argc, char **argv)
 		return CLI_KILL;
 	if (!strcmp(c, "mcp"))
 		return CLI_MCP;
+	if (!strcmp(c, "oci"))
+		return CLI_OCI;
 	husk_seterr(EINVAL, "unknown command '%s'", c);
 	return CLI_NONE;
 }

@@ -20,6 +20,7 @@
 
 #include "serve/client.h"
 #include "mcp/mcp.h"
+#include "oci/oci.h"
 #include "serve/serve.h"
 #include "config.h"
 #include "lib/host_file.h"
@@ -611,6 +612,10 @@ int main(int argc, char **argv)
 
 	phase_init(&early, start);
 	phase_set(PH_EXEC, phase_exec_us(getenv("HUSK_SPAWN_US"), start));
+	/* Engines run an OCI runtime by its path: husk-runc is husk oci. */
+	if (argc > 0 && (strrchr(argv[0], '/') ? !strcmp(strrchr(argv[0], '/') + 1, "husk-runc") :
+			 !strcmp(argv[0], "husk-runc")))
+		return oci_main(argc, argv);
 
 	switch (cli_command(argc, argv)) {
 	case CLI_HELP:
@@ -637,6 +642,8 @@ int main(int argc, char **argv)
 		return client_kill(argc - 1, argv + 1);
 	case CLI_MCP:
 		return mcp_main(argc - 1, argv + 1);
+	case CLI_OCI:
+		return oci_main(argc - 1, argv + 1);
 	default:
 		fprintf(stderr, "husk: %s\n\n%s", husk_lasterr(), cli_usage);
 		return EXIT_USAGE;

@@ -1,0 +1,317 @@
+#!/usr/bin/env python3
+# Inside the test host (real KVM, root): husk-runc driven as an engine
+# drives runc (conmon, containerd's shim): create with a pid file and the
+# engine's stdio, state, start, the container's process reaped by the
+# engine (a child subreaper here) for its exit status, kill, delete, and
+# configs that must be refused. The bundle's config.json is `runc spec`'s
+# when Debian's runc was brought in. Then Debian's podman (with conmon) runs
+# containers with --runtime husk-runc when it was brought in.
+#   oci_inner.py BUILDDIR BUNDLE_ROOTFS RUNC|- PODMAN|- ROOTFS_TAR
+import ctypes
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+B, ROOTFS = sys.argv[1], sys.argv[2]
+RUNC = sys.argv[3] if sys.argv[3] != "-" else ""
+PODMAN = sys.argv[4] if sys.argv[4] != "-" else ""
+TAR = sys.argv[5]
+HUSK = B + "/husk-runc"
+W = "/tmp/oci-inner"
+ROOT = W + "/state"
+IMG = W + "/images"
+passes = fails = 0
+
+# The engine is the reaper of its containers (conmon is a subreaper).
+PR_SET_CHILD_SUBREAPER = 36
+ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def check(cond, msg, detail=""):
+    global passes, fails
+    if cond:
+        passes += 1
+        print("ok   - " + msg, flush=True)
+    else:
+        fails += 1
+        print("FAIL - " + msg + (": " + str(detail)[:1500] if detail != "" else ""), flush=True)
+    return cond
+
+
+def runtime(*args, stdout=None, stderr=None, stdin=subprocess.DEVNULL):
+    """husk-runc with the global flags an engine passes."""
+    cmd = [HUSK, "--root", ROOT, "--log", W + "/runtime.log", "--log-format", "json",
+           "--image-dir", IMG] + list(args)
+    return subprocess.run(cmd, stdin=stdin, stdout=stdout or subprocess.PIPE,
+                          stderr=stderr or subprocess.PIPE, text=True, timeout=300)
+
+
+def spec(bundle, args, env=None, cwd="/", mounts=(), annotations=None, terminal=False,
+         memory=None):
+    """A bundle: runc spec's config.json (or an equivalent), edited as an engine would."""
+    os.makedirs(bundle)
+    os.symlink(ROOTFS, bundle + "/rootfs")
+    if RUNC:
+        subprocess.run([RUNC, "spec", "--bundle", bundle], check=True)
+        with open(bundle + "/config.json") as f:
+            c = json.load(f)
+    else:
+        c = {"ociVersion": "1.0.2", "root": {"path": "rootfs", "readonly": True},
+             "process": {"user": {"uid": 0, "gid": 0}},
+             "mounts": [{"destination": "/proc", "type": "proc", "source": "proc"}],
+             "linux": {"namespaces": [{"type": "pid"}, {"type": "network"}]}}
+    c["process"]["args"] = args
+    c["process"]["terminal"] = terminal
+    c["process"]["cwd"] = cwd
+    c["process"]["env"] = ["PATH=/bin"] + (env or [])
+    c["mounts"] += list(mounts)
+    if annotations:
+        c["annotations"] = annotations
+    if memory:
+        c["linux"].setdefault("resources", {})["memory"] = {"limit": memory}
+    with open(bundle + "/config.json", "w") as f:
+        json.dump(c, f)
+
+
+def reap(pid, timeout=300):
+    """The exit status of the container's process, as the engine sees it."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        p, st = os.waitpid(pid, os.WNOHANG)
+        if p == pid:
+            return os.waitstatus_to_exitcode(st)
+        time.sleep(0.05)
+    return None
+
+
+def state(cid):
+    r = runtime("state", cid)
+    try:
+        return json.loads(r.stdout)
+    except ValueError:
+        return {"error": r.stderr}
+
+
+def create(cid, bundle, out_name):
+    """create with the engine's stdout/stderr files; returns (result, pid, out path)."""
+    out = open(W + "/" + out_name + ".out", "w")
+    err = open(W + "/" + out_name + ".err", "w")
+    r = runtime("create", "--bundle", bundle, "--pid-file", W + "/" + cid + ".pid", cid,
+                stdout=out, stderr=err)
+    out.close()
+    err.close()
+    pid = 0
+    if os.path.exists(W + "/" + cid + ".pid"):
+        pid = int(open(W + "/" + cid + ".pid").read())
+    return r, pid, W + "/" + out_name
+
+
+shutil.rmtree(W, ignore_errors=True)
+os.makedirs(W)
+r = runtime("--version")
+check(r.returncode == 0 and "spec: 1.0" in r.stdout, "--version names the spec", r.stdout)
+r = runtime("features")
+check(r.returncode == 0 and json.loads(r.stdout).get("ociVersionMax", "").startswith("1."),
+      "features: JSON", r.stdout[:300])
+
+# ---- a container's life: create, state, start, its output and exit status
+os.makedirs(W + "/host-in")
+with open(W + "/host-in/f.txt", "w") as f:
+    f.write("from the host\n")
+spec(W + "/b1", ["sh", "-c", "echo out; echo err >&2; echo $FOO; pwd; id -u; "
+                 "cat /tmp/workspace/in/f.txt; exit 3"], env=["FOO=bar"], cwd="/tmp/workspace/in",
+     mounts=[{"destination": "/tmp/workspace/in", "type": "bind", "source": W + "/host-in",
+              "options": ["rbind", "ro"]}], memory=256 << 20)
+t0 = time.monotonic()
+r, pid, o = create("c1", W + "/b1", "c1")
+t_create = time.monotonic() - t0
+if not check(r.returncode == 0 and pid > 0, "create: 0 and the pid file", (r.returncode,
+             open(o + ".err").read())):
+    print("oci: %d passed, %d failed (stopped after create)" % (passes, fails))
+    sys.exit(1)
+s = state("c1")
+check(s.get("status") == "created" and s.get("pid") == pid and s.get("id") == "c1" and
+      s.get("bundle") == W + "/b1", "state: created, its pid and bundle", s)
+r = runtime("start", "c1")
+check(r.returncode == 0, "start: 0", r.stderr)
+s = state("c1")
+check(s.get("status") in ("running", "stopped"), "state after start: running", s)
+code = reap(pid)
+t_all = time.monotonic() - t0
+out, err = open(o + ".out").read(), open(o + ".err").read()
+check(code == 3, "the process exits with the job's status (3)", (code, err[-800:]))
+check(out == "out\nbar\n/tmp/workspace/in\n1000\nfrom the host\n",
+      "stdout: output, env, cwd, the unprivileged job user, a read-only bind", out)
+check(err.startswith("err\n"), "stderr: the job's", err[:300])
+s = state("c1")
+check(s.get("status") == "stopped" and s.get("pid") == 0, "state: stopped", s)
+r = runtime("start", "c1")
+check(r.returncode != 0 and "stopped" in r.stderr, "start of a stopped container: refused",
+      r.stderr)
+r = runtime("delete", "c1")
+check(r.returncode == 0 and not os.path.exists(ROOT + "/c1"), "delete: its state is gone",
+      r.stderr)
+r = runtime("state", "c1")
+check(r.returncode != 0 and "does not exist" in r.stderr, "state of a deleted container", r.stderr)
+print("# figure: create %.2f s, create to exit %.2f s (QEMU-TCG test host)" % (t_create, t_all),
+      flush=True)
+
+# ---- kill: SIGTERM stops a running container; delete needs --force while it runs
+spec(W + "/b2", ["sh", "-c", "echo up; sleep 120"])
+r, pid, o = create("c2", W + "/b2", "c2")
+runtime("start", "c2")
+end = time.monotonic() + 120
+while time.monotonic() < end and "up" not in open(o + ".out").read():
+    time.sleep(0.1)
+check("up" in open(o + ".out").read(), "a long job runs", open(o + ".err").read()[-500:])
+r = runtime("delete", "c2")
+check(r.returncode != 0 and "running" in r.stderr and state("c2").get("status") == "running",
+      "delete of a running container: refused, it runs on", r.stderr)
+r = runtime("kill", "c2", "SIGTERM")
+t0 = time.monotonic()
+code = reap(pid, 60)
+check(r.returncode == 0 and code == 128 + signal.SIGTERM,
+      "kill SIGTERM: the container stops (exit 143)", (r.stderr, code))
+check(time.monotonic() - t0 < 30, "... promptly")
+r = runtime("kill", "c2", "KILL")
+check(r.returncode != 0 and "not running" in r.stderr, "kill of a stopped container: refused",
+      r.stderr)
+runtime("delete", "c2")
+
+# ---- a created container deleted before it starts; delete --force of a running one
+spec(W + "/b3", ["sh", "-c", "sleep 120"])
+r, pid3, _ = create("c3", W + "/b3", "c3")
+r = runtime("delete", "c3")
+code = reap(pid3, 30)
+check(r.returncode == 0 and code is not None and not os.path.exists(ROOT + "/c3"),
+      "delete of a created container: its process ends, its state goes", (r.stderr, code))
+r, pid4, _ = create("c4", W + "/b3", "c4")
+runtime("start", "c4")
+r = runtime("delete", "--force", "c4")
+code = reap(pid4, 30)
+check(r.returncode == 0 and code == -signal.SIGKILL and not os.path.exists(ROOT + "/c4"),
+      "delete --force of a running container", (r.stderr, code))
+
+# ---- what must be refused
+r, _, _ = create("c4", W + "/b3", "c4b")
+r2, _, _ = create("c4", W + "/b3", "c4c")
+check(r.returncode == 0 and r2.returncode != 0 and "exists" in open(W + "/c4c.err").read(),
+      "create: an ID in use is refused", open(W + "/c4c.err").read())
+runtime("delete", "--force", "c4")
+spec(W + "/b5", ["true"], terminal=True)
+r, pid, _ = create("c5", W + "/b5", "c5")
+e = open(W + "/c5.err").read()
+check(r.returncode != 0 and "terminal" in e and not os.path.exists(ROOT + "/c5"),
+      "a terminal: refused, nothing left", e)
+log = open(W + "/runtime.log").read().splitlines()
+check(any(json.loads(x).get("level") == "error" and "terminal" in json.loads(x).get("msg", "")
+          for x in log), "the error is in --log as JSON", log[-3:])
+spec(W + "/b6", ["true"], mounts=[{"destination": "/tmp/workspace/rw", "type": "bind",
+                                   "source": W, "options": ["rbind"]}])
+r, _, _ = create("c6", W + "/b6", "c6")
+check(r.returncode != 0 and "writable" in open(W + "/c6.err").read(),
+      "a writable bind: refused", open(W + "/c6.err").read())
+for bad_id in ("../x", "a/b", ""):
+    r = runtime("create", "--bundle", W + "/b3", bad_id)
+    check(r.returncode != 0 and "container ID" in r.stderr, "create %r: a bad ID" % bad_id,
+          r.stderr)
+r = runtime("start", "nope")
+check(r.returncode != 0 and "does not exist" in r.stderr, "start of no container", r.stderr)
+
+# ---- podman --runtime husk-runc (conmon drives the runtime)
+# podman's temporary files (the test host has no /var/tmp)
+os.makedirs(W + "/tmp", exist_ok=True)
+os.environ["TMPDIR"] = W + "/tmp"
+# The test host's root is an initramfs, where runc cannot pivot_root (husk-runc
+# ignores the flag: its containers are VMs).
+with open(W + "/containers.conf", "w") as f:
+    f.write("[engine]\nno_pivot_root = true\n")
+os.environ["CONTAINERS_CONF"] = W + "/containers.conf"
+
+
+def podman(*args, timeout=600):
+    cmd = [PODMAN, "--root", W + "/pd-storage", "--runroot", W + "/pd-run", "--storage-driver",
+           "vfs", "--cgroup-manager", "cgroupfs", "--events-backend", "file",
+           "--runtime", HUSK] + list(args)
+    return subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+cmd_runc = [PODMAN, "--root", W + "/pd-storage", "--runroot", W + "/pd-run", "--storage-driver",
+            "vfs", "--cgroup-manager", "cgroupfs", "--events-backend", "file", "--runtime", RUNC]
+if not PODMAN:
+    print("skip - podman with husk-runc: podman or conmon not brought in", flush=True)
+else:
+    r = podman("import", TAR, "localhost/bb")
+    if check(r.returncode == 0, "podman import of a busybox root", r.stderr[-1500:]):
+        t0 = time.monotonic()
+        r = podman("run", "--rm", "--network", "none", "-e", "FOO=bar", "localhost/bb", "sh",
+                   "-c", "echo hi $FOO; echo oops >&2; id -u; exit 3")
+        el = time.monotonic() - t0
+        check(r.returncode == 3 and r.stdout == "hi bar\n1000\n" and "oops" in r.stderr,
+              "podman run --runtime husk-runc: output, env, the job user, exit status 3",
+              (r.returncode, r.stdout, r.stderr[-1500:]))
+        print("# figure: podman run --rm --runtime husk-runc: %.2f s" % el, flush=True)
+        r = podman("run", "-d", "--network", "none", "--name", "long", "localhost/bb", "sleep",
+                   "300")
+        check(r.returncode == 0, "podman run -d", r.stderr[-1500:])
+        r = podman("ps", "--format", "{{.Names}} {{.Status}}")
+        check("long Up" in r.stdout, "podman ps: it is up", (r.stdout, r.stderr[-500:]))
+        t0 = time.monotonic()
+        r = podman("stop", "-t", "5", "long", timeout=120)
+        check(r.returncode == 0 and time.monotonic() - t0 < 60, "podman stop", r.stderr[-1500:])
+        r = podman("inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}", "long")
+        check(r.stdout.split()[:1] == ["exited"], "podman inspect: exited", r.stdout)
+        r = podman("rm", "long")
+        check(r.returncode == 0, "podman rm", r.stderr[-500:])
+        r = podman("run", "--rm", "--network", "none", "-t", "localhost/bb", "true")
+        check(r.returncode != 0 and "terminal" in r.stdout + r.stderr,
+              "podman run -t: refused with the reason", (r.returncode, r.stderr[-800:]))
+        # Figures, side by side in this run: podman with husk-runc and with runc
+        # (a container, not a VM), and husk run --image on the same root.
+        def median_s(fn, n=3):
+            ts = []
+            for _ in range(n):
+                t = time.monotonic()
+                ok_ = fn()
+                ts.append(time.monotonic() - t if ok_ else float("nan"))
+            return sorted(ts)[n // 2]
+        fig = {"husk-runc": median_s(lambda: podman("run", "--rm", "--network", "none",
+                                                    "localhost/bb", "true").returncode == 0)}
+        if RUNC:
+            r = subprocess.run(cmd_runc + ["run", "--rm", "--network", "none", "localhost/bb",
+                                           "true"], capture_output=True, text=True)
+            if r.returncode:
+                print("# podman with runc fails here: " + r.stderr.strip()[-400:], flush=True)
+            else:
+                fig["runc"] = median_s(lambda: subprocess.run(
+                    cmd_runc + ["run", "--rm", "--network", "none", "localhost/bb", "true"],
+                    capture_output=True).returncode == 0)
+        key = json.loads(subprocess.run([B + "/husk", "image", "import", ROOTFS, "--json",
+                                         "--image-dir", IMG], capture_output=True,
+                                        text=True).stdout or "{}").get("key", "")
+        fig["husk run --image"] = median_s(lambda: subprocess.run(
+            [B + "/husk", "run", "--image", key, "--image-dir", IMG, "--", "true"],
+            capture_output=True).returncode == 0)
+        print("# figure: median of 3, podman run --rm ... true: " + ", ".join(
+            "%s %.2f s" % kv for kv in fig.items()), flush=True)
+
+left = [x for x in os.listdir(ROOT) if not x.startswith(".")] if os.path.isdir(ROOT) else []
+check(left == [], "no container state left", left)
+time.sleep(1)
+# The engine reaps its containers: the ones this test did not wait for are reaped here.
+while True:
+    try:
+        if os.waitpid(-1, os.WNOHANG)[0] == 0:
+            break
+    except ChildProcessError:
+        break
+vms = [x for x in subprocess.run(["ps", "-o", "pid,stat,comm,args"], capture_output=True,
+                                 text=True).stdout.splitlines() if " husk" in x]
+check(vms == [], "no husk process left", vms)
+print("oci: %d passed, %d failed" % (passes, fails))
+sys.exit(1 if fails else 0)

@@ -1,0 +1,232 @@
+/*
+ * Unit tests for oci/spec and oci/state: a bundle's config.json as the
+ * container's husk run command line, what is refused and why, and the
+ * container IDs and state files of the runtime.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lib/util.h"
+#include "oci/spec.h"
+#include "oci/state.h"
+#include "suites.h"
+
+/* A config.json as `runc spec` writes it, with the parts the tests change. */
+static char *config(const char *process_extra, const char *mounts, const char *linux_extra,
+		    const char *annotations)
+{
+	char *s;
+
+	ck_assert_int_gt(asprintf(&s,
+		"{\"ociVersion\":\"1.0.2-dev\",\"process\":{\"terminal\":false,"
+		"\"user\":{\"uid\":0,\"gid\":0},\"args\":[\"sh\",\"-c\",\"echo hi\"],"
+		"\"env\":[\"PATH=/usr/bin:/bin\",\"TERM=xterm\"],\"cwd\":\"/\"%s},"
+		"\"root\":{\"path\":\"rootfs\",\"readonly\":true},\"hostname\":\"runc\","
+		"\"mounts\":[{\"destination\":\"/proc\",\"type\":\"proc\",\"source\":\"proc\"},"
+		"{\"destination\":\"/dev\",\"type\":\"tmpfs\",\"source\":\"tmpfs\"},"
+		"{\"destination\":\"/dev/pts\",\"type\":\"devpts\",\"source\":\"devpts\"},"
+		"{\"destination\":\"/sys/fs/cgroup\",\"type\":\"cgroup\",\"source\":\"cgroup\"},"
+		"{\"destination\":\"/etc/hosts\",\"type\":\"bind\",\"source\":\"/x/hosts\","
+		"\"options\":[\"rbind\"]}%s],"
+		"\"linux\":{\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"network\"},"
+		"{\"type\":\"mount\"}]%s}%s%s}",
+		process_extra, mounts, linux_extra, annotations[0] ? ",\"annotations\":" : "",
+		annotations), 0);
+	return s;
+}
+
+static int parse(char *text, struct oci_spec *s)
+{
+	int err = oci_spec_parse(text, strlen(text), s);
+
+	free(text);
+	return err;
+}
+
+/* The argv as one string, for comparisons. */
+static char *joined(const struct oci_spec *s)
+{
+	char **argv, **owned, *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+
+	ck_assert_int_eq(oci_spec_argv(s, "abc123", NULL, 7, &argv, &owned), 0);
+	for (int i = 0; argv[i]; i++)
+		fprintf(f, "%s%s", i ? " " : "", argv[i]);
+	fclose(f);
+	for (int i = 0; owned[i]; i++)
+		free(owned[i]);
+	free(owned);
+	free(argv);
+	return out;
+}
+
+START_TEST(runc_spec_becomes_a_job)
+{
+	struct oci_spec s;
+	char *a;
+
+	ck_assert_int_eq(parse(config("", "", "", ""), &s), 0);
+	a = joined(&s);
+	ck_assert_str_eq(a, "husk run --hold-fd=7 --stdin --image abc123 --timeout=604800 --cwd / "
+			 "--env PATH=/usr/bin:/bin --env TERM=xterm -- sh -c echo hi");
+	ck_assert_str_eq(s.root, "rootfs");
+	free(a);
+	oci_spec_free(&s);
+}
+END_TEST
+
+START_TEST(limits_binds_and_annotations)
+{
+	struct oci_spec s;
+	char *a;
+
+	ck_assert_int_eq(parse(config("", ",{\"destination\":\"/tmp/workspace/data\",\"type\":"
+				      "\"bind\",\"source\":\"/srv/data\",\"options\":[\"rbind\","
+				      "\"ro\"]}", ",\"resources\":{\"memory\":{\"limit\":"
+				      "268435456},\"cpu\":{\"quota\":150000,\"period\":100000}}",
+				      "{\"io.husk.net\":\"egress\",\"io.husk.allow\":"
+				      "\"192.0.2.1/32:tcp:443,198.51.100.0/24\",\"org.example\":\"x\"}"),
+			       &s), 0);
+	a = joined(&s);
+	ck_assert_str_eq(a, "husk run --hold-fd=7 --stdin --image abc123 --timeout=604800 --cwd / "
+			 "--mem=256 --cpus=1.500 --env PATH=/usr/bin:/bin --env TERM=xterm --net "
+			 "egress --allow 192.0.2.1/32:tcp:443 --allow 198.51.100.0/24 --put "
+			 "/srv/data:data -- sh -c echo hi");
+	ck_assert_ptr_nonnull(strstr(s.annotations_json, "org.example"));
+	free(a);
+	oci_spec_free(&s);
+}
+END_TEST
+
+/* Each refused with a message naming what and why. */
+START_TEST(refusals)
+{
+	static const struct { const char *proc, *mounts, *lin, *ann, *why; } c[] = {
+		{ ",\"terminal\":true", "", "", "", "terminal" },
+		{ "", ",{\"destination\":\"/tmp/workspace/d\",\"type\":\"bind\",\"source\":"
+		  "\"/srv\",\"options\":[\"rbind\"]}", "", "", "writable" },
+		{ "", ",{\"destination\":\"/data\",\"type\":\"bind\",\"source\":\"/srv\","
+		  "\"options\":[\"ro\"]}", "", "", "/tmp/workspace" },
+		{ "", ",{\"destination\":\"/data\",\"type\":\"tmpfs\",\"source\":\"t\"}", "", "",
+		  "read-only" },
+		{ "", "", ",\"resources\":{\"memory\":{\"limit\":1048576}}", "", "MiB" },
+		{ "", "", "", "{\"io.husk.nett\":\"egress\"}", "io.husk.nett" },
+		{ "", "", "", "{\"io.husk.allow\":\"192.0.2.1/32\"}", "io.husk.net=egress" },
+		{ "", "", "", "{\"io.husk.net\":\"egress\",\"io.husk.allow\":\"nonsense\"}",
+		  "io.husk.allow" },
+		{ "", "", "", "{\"io.husk.timeout\":\"0\"}", "io.husk.timeout" },
+	};
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		struct oci_spec s;
+
+		ck_assert_msg(parse(config(c[i].proc, c[i].mounts, c[i].lin, c[i].ann), &s) != 0,
+			      "case %zu was taken", i);
+		ck_assert_msg(strstr(husk_lasterr(), c[i].why), "case %zu: %s", i, husk_lasterr());
+		oci_spec_free(&s);
+	}
+}
+END_TEST
+
+START_TEST(engine_netns_needs_husk_egress)
+{
+	static const char ns[] = "{\"type\":\"network\"}";
+	struct oci_spec s;
+	char *t = config("", "", "", ""), *at = strstr(t, ns), *q;
+
+	/* The engine made a network namespace for the container: not joined. */
+	ck_assert_ptr_nonnull(at);
+	ck_assert_int_gt(asprintf(&q, "%.*s{\"type\":\"network\",\"path\":\"/run/netns/x\"}%s",
+				  (int)(at - t), t, at + strlen(ns)), 0);
+	ck_assert_int_ne(oci_spec_parse(q, strlen(q), &s), 0);
+	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "--network none"));
+	oci_spec_free(&s);
+	free(q);
+	free(t);
+}
+END_TEST
+
+START_TEST(hostile_configs)
+{
+	static const char *const bad[] = {
+		"", "[]", "{\"ociVersion\":\"2.0\"}", "{\"ociVersion\":\"1.0\"}",
+		"{\"ociVersion\":\"1.0\",\"process\":{\"args\":[],\"cwd\":\"/\"},"
+		"\"root\":{\"path\":\"r\"}}",
+		"{\"ociVersion\":\"1.0\",\"process\":{\"args\":[\"a\"],\"cwd\":\"rel\"},"
+		"\"root\":{\"path\":\"r\"}}",
+		"{\"ociVersion\":\"1.0\",\"process\":{\"args\":[\"a\"],\"cwd\":\"/\",\"env\":"
+		"[\"NOEQUALS\"]},\"root\":{\"path\":\"r\"}}",
+		"{\"ociVersion\":\"1.0\",\"process\":{\"args\":[1],\"cwd\":\"/\"},"
+		"\"root\":{\"path\":\"r\"}}",
+		"{\"ociVersion\":\"1.0\",\"process\":{\"args\":[\"a\"],\"cwd\":\"/\"}}",
+		"{\"ociVersion\":\"1.0\",\"process\":{\"args\":[\"a\"],\"cwd\":\"/\"},"
+		"\"root\":{\"path\":\"r\"},\"hooks\":{\"prestart\":[{\"path\":\"/bin/x\"}]}}",
+		"{\"ociVersion\":\"1.0\",\"ociVersion\":\"1.0\"}",
+		"{\"ociVersion\":\"1.0\",\"process\":{\"args\":[\"a\\u0000b\"],\"cwd\":\"/\"},"
+		"\"root\":{\"path\":\"r\"}}",
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct oci_spec s;
+
+		ck_assert_msg(oci_spec_parse(bad[i], strlen(bad[i]), &s) != 0, "taken: %s", bad[i]);
+		oci_spec_free(&s);
+	}
+}
+END_TEST
+
+START_TEST(ids)
+{
+	ck_assert_int_eq(oci_id_check("abc-DEF_1.2+x"), 0);
+	ck_assert_int_ne(oci_id_check(""), 0);
+	ck_assert_int_ne(oci_id_check(".."), 0);
+	ck_assert_int_ne(oci_id_check("a/b"), 0);
+	ck_assert_int_ne(oci_id_check("a b"), 0);
+}
+END_TEST
+
+START_TEST(state_round_trip)
+{
+	char dir[] = "/tmp/husk-oci-unit.XXXXXX";
+	struct oci_state st = { .pid = getpid(), .started = true }, back;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(st.id, sizeof(st.id), "c1");
+	snprintf(st.bundle, sizeof(st.bundle), "/b");
+	snprintf(st.created, sizeof(st.created), "2026-12-03T00:00:00Z");
+	st.starttime = oci_proc_starttime(getpid());
+	ck_assert_uint_gt(st.starttime, 0);
+	st.annotations = "{\"k\":\"v\"}";
+	ck_assert_int_eq(oci_state_write(dir, &st), 0);
+	ck_assert_int_eq(oci_state_read(dir, &back), 0);
+	ck_assert_str_eq(back.id, "c1");
+	ck_assert_int_eq(back.pid, getpid());
+	ck_assert_str_eq(back.annotations, "{\"k\":\"v\"}");
+	ck_assert_int_eq(oci_status(&back), OCI_RUNNING);
+	/* The same pid with another start time is another process. */
+	back.starttime++;
+	ck_assert_int_eq(oci_status(&back), OCI_STOPPED);
+	oci_state_free(&back);
+	rm_tree_at(AT_FDCWD, dir);
+}
+END_TEST
+
+Suite *oci_suite(void)
+{
+	Suite *s = suite_create("oci");
+	TCase *tc = tcase_create("spec");
+
+	tcase_add_test(tc, runc_spec_becomes_a_job);
+	tcase_add_test(tc, limits_binds_and_annotations);
+	tcase_add_test(tc, refusals);
+	tcase_add_test(tc, engine_netns_needs_husk_egress);
+	tcase_add_test(tc, hostile_configs);
+	tcase_add_test(tc, ids);
+	tcase_add_test(tc, state_round_trip);
+	suite_add_tcase(s, tc);
+	return s;
+}

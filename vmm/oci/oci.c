@@ -1,0 +1,674 @@
+/*
+ * oci: husk as an OCI runtime with runc's command line (`husk oci ...`, or
+ * husk started as `husk-runc`), for engines that take any runc-compatible
+ * binary: podman --runtime, containerd's runc shim (BinaryName), Slurm's
+ * oci.conf.
+ *
+ * A container is one `husk run` job. `create` imports the bundle's root
+ * (content-keyed, so an unchanged root is imported once) and starts the
+ * `husk run` that is the container's process: it boots the VM and holds
+ * the job (--hold-fd on the container's exec.fifo). The engine gets that
+ * process's pid; its stdio is the engine's. `start` writes the FIFO's
+ * byte and the job runs; the process exits with the job's status. `kill`
+ * signals it (husk run stops the VM on SIGTERM, SIGINT and SIGHUP; SIGKILL
+ * takes the VM with it), `delete` removes what is left.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "lib/util.h"
+#include "oci/oci.h"
+#include "oci/spec.h"
+#include "oci/state.h"
+
+static struct {
+	const char *root;
+	const char *log;
+	bool log_json;
+	const char *image_dir;
+} g = { .root = OCI_DEFAULT_ROOT };
+
+static const char usage[] =
+	"usage: husk oci [global options] COMMAND [options] ID\n"
+	"       (or husk-runc ...: the same, as a runc-compatible runtime binary)\n"
+	"\n"
+	"An OCI runtime: every container is a husk VM running its process as one\n"
+	"job (docs/oci.md).\n"
+	"\n"
+	"Commands:\n"
+	"  create --bundle DIR [--pid-file F] [--console-socket S] ID\n"
+	"                      import the bundle's root, boot the VM, hold the process\n"
+	"  start ID            run the container's process\n"
+	"  state ID            the container's state as JSON\n"
+	"  kill ID [SIGNAL]    signal the container (default SIGTERM)\n"
+	"  delete [--force] ID remove a stopped (with --force, any) container\n"
+	"  features            what this runtime supports, as JSON\n"
+	"  list                the containers under --root\n"
+	"\n"
+	"Global options:\n"
+	"  --root DIR          state directory (default " OCI_DEFAULT_ROOT ")\n"
+	"  --log FILE          also write errors to FILE\n"
+	"  --log-format F      text (default) or json\n"
+	"  --image-dir DIR     husk's image store for the bundles' roots\n"
+	"  --systemd-cgroup, --debug, --rootless B, --criu P: accepted, no effect\n"
+	"  --version           the version, and the OCI spec version\n";
+
+/* An error, on stderr and in --log (as runc writes it, for engines that read it). */
+static int oci_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int oci_err(const char *fmt, ...)
+{
+	char msg[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "husk oci: %s\n", msg);
+	if (g.log) {
+		FILE *f = fopen(g.log, "ae");
+
+		if (f) {
+			if (g.log_json) {
+				json_t *o = json_pack("{s:s,s:s}", "level", "error", "msg", msg);
+				char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+
+				if (s)
+					fprintf(f, "%s\n", s);
+				free(s);
+				json_decref(o);
+			} else {
+				fprintf(f, "error: %s\n", msg);
+			}
+			fclose(f);
+		}
+	}
+	return 1;
+}
+
+static void rfc3339_now(char *out, size_t len)
+{
+	struct timespec ts;
+	struct tm tm;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(out, len, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(out + strlen(out), len - strlen(out), ".%09ldZ", ts.tv_nsec);
+}
+
+/* Read a whole small file (at most max bytes) into a NUL-terminated buffer. */
+static char *slurp(const char *path, size_t max, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	char *b;
+
+	if (fd < 0) {
+		husk_seterr(errno, "%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (size_t)st.st_size > max) {
+		close(fd);
+		husk_seterr(EINVAL, "%s: not a regular file of at most %zu bytes", path, max);
+		return NULL;
+	}
+	b = malloc(st.st_size + 1);
+	if (!b || read_exact_at(fd, b, st.st_size, 0)) {
+		free(b);
+		close(fd);
+		husk_seterr(EIO, "%s: cannot read it", path);
+		return NULL;
+	}
+	close(fd);
+	b[st.st_size] = '\0';
+	*len = st.st_size;
+	return b;
+}
+
+/* husk's own binary, for the processes it starts. */
+static int self_exe(char *out, size_t len)
+{
+	ssize_t n = readlink("/proc/self/exe", out, len - 1);
+
+	if (n <= 0)
+		return husk_seterr(errno, "cannot find husk's own binary: %s", strerror(errno));
+	out[n] = '\0';
+	return 0;
+}
+
+/*
+ * `husk image import ROOT --json`: the root's key, in a child whose stdout
+ * is ours to read (its errors go to our stderr).
+ */
+static int import_root(const char *root, char *key, size_t klen)
+{
+	char exe[PATH_MAX], out[65536];
+	size_t got = 0;
+	int p[2], st;
+	pid_t pid;
+	json_t *o;
+
+	if (self_exe(exe, sizeof(exe)) || pipe2(p, O_CLOEXEC))
+		return husk_seterr(errno ? errno : EIO, "cannot import the root: %s",
+				   husk_lasterr());
+	pid = fork();
+	if (pid < 0)
+		return husk_seterr(errno, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		const char *argv[9] = { "husk", "image", "import", root, "--json" };
+		int n = 5;
+
+		if (g.image_dir) {
+			argv[n++] = "--image-dir";
+			argv[n++] = g.image_dir;
+		}
+		argv[n] = NULL;
+		dup2(p[1], 1);
+		execv(exe, (char **)argv);
+		_exit(127);
+	}
+	close(p[1]);
+	for (;;) {
+		ssize_t n = read(p[0], out + got, sizeof(out) - 1 - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += n;
+		if (got == sizeof(out) - 1)
+			break;
+	}
+	close(p[0]);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	out[got] = '\0';
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		return husk_seterr(EINVAL, "cannot import the bundle's root %s (husk image import "
+				   "failed)", root);
+	o = json_loads(out, JSON_DISABLE_EOF_CHECK, NULL);
+	if (!json_string_value(json_object_get(o, "key")) ||
+	    strlen(json_string_value(json_object_get(o, "key"))) >= klen) {
+		json_decref(o);
+		return husk_seterr(EINVAL, "husk image import answered without a key");
+	}
+	snprintf(key, klen, "%s", json_string_value(json_object_get(o, "key")));
+	json_decref(o);
+	return 0;
+}
+
+static int write_pid_file(const char *path, pid_t pid)
+{
+	char tmp[PATH_MAX], buf[32];
+	int fd, n;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.husk-tmp", path) >= sizeof(tmp))
+		return husk_seterr(ENAMETOOLONG, "--pid-file is too long");
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return husk_seterr(errno, "--pid-file %s: %s", path, strerror(errno));
+	n = snprintf(buf, sizeof(buf), "%d", (int)pid);
+	if (write_all(fd, buf, n) || close(fd) || rename(tmp, path)) {
+		unlink(tmp);
+		return husk_seterr(errno, "--pid-file %s: %s", path, strerror(errno));
+	}
+	return 0;
+}
+
+/* The container's process: `husk run` holding its job on fifo_fd. */
+static pid_t spawn_container(const struct oci_spec *s, const char *key, int fifo_fd)
+{
+	char exe[PATH_MAX];
+	pid_t pid;
+
+	if (self_exe(exe, sizeof(exe)))
+		return -1;
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		husk_seterr(errno, "fork: %s", strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		char **argv, **owned;
+		/* Not close-on-exec: husk run reads it as --hold-fd. */
+		int h = fcntl(fifo_fd, F_DUPFD, 3);
+
+		setsid();
+		if (h < 0 || oci_spec_argv(s, key, g.image_dir, h, &argv, &owned)) {
+			fprintf(stderr, "husk oci: %s\n", husk_lasterr());
+			_exit(125);
+		}
+		execv(exe, argv);
+		fprintf(stderr, "husk oci: cannot start %s: %s\n", exe, strerror(errno));
+		_exit(125);
+	}
+	return pid;
+}
+
+static int cmd_create(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "bundle", required_argument, NULL, 'b' }, { "pid-file", required_argument, NULL, 'p' },
+		{ "console-socket", required_argument, NULL, 'c' },
+		{ "no-pivot", no_argument, NULL, 'n' }, { "no-new-keyring", no_argument, NULL, 'k' },
+		{ "preserve-fds", required_argument, NULL, 'f' }, { NULL, 0, NULL, 0 },
+	};
+	const char *bundle = ".", *pid_file = NULL, *id;
+	char dir[PATH_MAX], path[PATH_MAX], abs_bundle[PATH_MAX], key[128], *text;
+	struct oci_spec s;
+	struct oci_state st = { 0 };
+	size_t len;
+	int c, fifo, err;
+	pid_t pid;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+b:", opts, NULL)) != -1) {
+		if (c == 'b')
+			bundle = optarg;
+		else if (c == 'p')
+			pid_file = optarg;
+		else if (c == '?')
+			return oci_err("create: unknown option (husk oci --help)");
+	}
+	if (optind != argc - 1)
+		return oci_err("create: needs one container ID");
+	id = argv[optind];
+	if (oci_id_check(id) || oci_dir(g.root, id, dir, sizeof(dir)))
+		return oci_err("%s", husk_lasterr());
+	if (!realpath(bundle, abs_bundle))
+		return oci_err("--bundle %s: %s", bundle, strerror(errno));
+	snprintf(path, sizeof(path), "%s/config.json", abs_bundle);
+	text = slurp(path, OCI_CONFIG_MAX, &len);
+	if (!text)
+		return oci_err("%s", husk_lasterr());
+	err = oci_spec_parse(text, len, &s);
+	free(text);
+	if (err) {
+		oci_spec_free(&s);
+		return oci_err("%s", husk_lasterr());
+	}
+	if (s.root[0] == '/')
+		snprintf(path, sizeof(path), "%s", s.root);
+	else
+		snprintf(path, sizeof(path), "%s/%s", abs_bundle, s.root);
+	if (mkdir_p(g.root, 0700)) {
+		oci_spec_free(&s);
+		return oci_err("%s", husk_lasterr());
+	}
+	if (mkdir(dir, 0700)) {
+		err = errno;
+		oci_spec_free(&s);
+		if (err == EEXIST)
+			return oci_err("container %s exists already", id);
+		return oci_err("cannot make %s: %s", dir, strerror(err));
+	}
+	if (import_root(path, key, sizeof(key))) {
+		oci_spec_free(&s);
+		rm_tree_at(AT_FDCWD, dir);
+		return oci_err("%s", husk_lasterr());
+	}
+	snprintf(path, sizeof(path), "%s/exec.fifo", dir);
+	unlink(path);
+	/* O_RDWR: the FIFO always has a writer, so its reader sees no EOF before start. */
+	if (mkfifo(path, 0600) || (fifo = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC)) < 0) {
+		err = errno;
+		oci_spec_free(&s);
+		rm_tree_at(AT_FDCWD, dir);
+		return oci_err("cannot make %s: %s", path, strerror(err));
+	}
+	pid = spawn_container(&s, key, fifo);
+	close(fifo);
+	if (pid < 0) {
+		oci_spec_free(&s);
+		rm_tree_at(AT_FDCWD, dir);
+		return oci_err("%s", husk_lasterr());
+	}
+	snprintf(st.id, sizeof(st.id), "%s", id);
+	snprintf(st.bundle, sizeof(st.bundle), "%s", abs_bundle);
+	rfc3339_now(st.created, sizeof(st.created));
+	st.pid = pid;
+	/* Read before the child can be gone: a fork's child exists at once. */
+	st.starttime = oci_proc_starttime(pid);
+	st.annotations = s.annotations_json;
+	err = oci_state_write(dir, &st) || (pid_file && write_pid_file(pid_file, pid));
+	oci_spec_free(&s);
+	if (err) {
+		kill(pid, SIGKILL);
+		rm_tree_at(AT_FDCWD, dir);
+		return oci_err("%s", husk_lasterr());
+	}
+	return 0;
+}
+
+/* The container ID of a command that takes exactly one (and no options). */
+static const char *one_id(int argc, char **argv, const char *cmd, char *dir, size_t len)
+{
+	if (argc != 2) {
+		oci_err("%s: needs one container ID", cmd);
+		return NULL;
+	}
+	if (oci_id_check(argv[1]) || oci_dir(g.root, argv[1], dir, len)) {
+		oci_err("%s", husk_lasterr());
+		return NULL;
+	}
+	return argv[1];
+}
+
+static int cmd_start(int argc, char **argv)
+{
+	char dir[PATH_MAX], path[PATH_MAX];
+	struct oci_state st;
+	enum oci_status now;
+	int fd;
+
+	if (!one_id(argc, argv, "start", dir, sizeof(dir)))
+		return 1;
+	if (oci_state_read(dir, &st))
+		return oci_err("start %s: %s", argv[1], husk_lasterr());
+	now = oci_status(&st);
+	if (now != OCI_CREATED) {
+		oci_state_free(&st);
+		return oci_err("start %s: the container is %s, not created", argv[1],
+			       oci_status_name(now));
+	}
+	snprintf(path, sizeof(path), "%s/exec.fifo", dir);
+	fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 || write(fd, "s", 1) != 1) {
+		int e = errno;
+
+		if (fd >= 0)
+			close(fd);
+		oci_state_free(&st);
+		return oci_err("start %s: %s: %s", argv[1], path, strerror(e));
+	}
+	close(fd);
+	st.started = true;
+	if (oci_state_write(dir, &st)) {
+		oci_state_free(&st);
+		return oci_err("start %s: %s", argv[1], husk_lasterr());
+	}
+	unlink(path);
+	oci_state_free(&st);
+	return 0;
+}
+
+static json_t *state_json(const struct oci_state *st)
+{
+	enum oci_status s = oci_status(st);
+	json_t *ann = st->annotations ? json_loads(st->annotations, 0, NULL) : NULL;
+
+	return json_pack("{s:s,s:s,s:s,s:i,s:s,s:s,s:o}", "ociVersion", OCI_VERSION, "id", st->id,
+			 "status", oci_status_name(s), "pid", s == OCI_STOPPED ? 0 : (int)st->pid,
+			 "bundle", st->bundle, "created", st->created, "annotations",
+			 ann ? ann : json_object());
+}
+
+static int cmd_state(int argc, char **argv)
+{
+	char dir[PATH_MAX], *out;
+	struct oci_state st;
+	json_t *o;
+
+	if (!one_id(argc, argv, "state", dir, sizeof(dir)))
+		return 1;
+	if (oci_state_read(dir, &st))
+		return oci_err("state %s: %s", argv[1], husk_lasterr());
+	o = state_json(&st);
+	oci_state_free(&st);
+	out = o ? json_dumps(o, JSON_INDENT(2)) : NULL;
+	json_decref(o);
+	if (!out)
+		return oci_err("out of memory");
+	puts(out);
+	free(out);
+	return 0;
+}
+
+static int parse_signal(const char *s)
+{
+	static const struct { const char *n; int sig; } names[] = {
+		{ "HUP", SIGHUP }, { "INT", SIGINT }, { "QUIT", SIGQUIT }, { "KILL", SIGKILL },
+		{ "USR1", SIGUSR1 }, { "USR2", SIGUSR2 }, { "TERM", SIGTERM }, { "CONT", SIGCONT },
+		{ "STOP", SIGSTOP }, { "ALRM", SIGALRM }, { "PIPE", SIGPIPE }, { "WINCH", SIGWINCH },
+	};
+	uint64_t v;
+
+	if (!parse_u64(s, 1, 64, &v))
+		return v;
+	if (!strncmp(s, "SIG", 3))
+		s += 3;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(s, names[i].n))
+			return names[i].sig;
+	return -1;
+}
+
+static int cmd_kill(int argc, char **argv)
+{
+	static const struct option opts[] = { { "all", no_argument, NULL, 'a' },
+					      { NULL, 0, NULL, 0 } };
+	char dir[PATH_MAX];
+	struct oci_state st;
+	int c, sig = SIGTERM;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+a", opts, NULL)) != -1)
+		if (c == '?')
+			return oci_err("kill: unknown option");
+	if (optind >= argc || argc - optind > 2)
+		return oci_err("kill: needs a container ID and at most one signal");
+	if (argc - optind == 2 && (sig = parse_signal(argv[optind + 1])) < 0)
+		return oci_err("kill: unknown signal %s", argv[optind + 1]);
+	if (oci_id_check(argv[optind]) || oci_dir(g.root, argv[optind], dir, sizeof(dir)))
+		return oci_err("%s", husk_lasterr());
+	if (oci_state_read(dir, &st))
+		return oci_err("kill %s: %s", argv[optind], husk_lasterr());
+	oci_state_free(&st);
+	if (oci_status(&st) == OCI_STOPPED)
+		return oci_err("kill %s: container not running", argv[optind]);
+	if (kill(st.pid, sig))
+		return oci_err("kill %s: %s", argv[optind], strerror(errno));
+	return 0;
+}
+
+/* Wait up to ms for the container's process to be gone. */
+static bool wait_gone(const struct oci_state *st, int ms)
+{
+	int fd = syscall(SYS_pidfd_open, st->pid, 0);
+	bool gone;
+
+	if (fd >= 0 && oci_status(st) != OCI_STOPPED) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+
+		poll(&p, 1, ms);
+	}
+	if (fd >= 0)
+		close(fd);
+	for (int i = 0; i < ms / 10 && oci_status(st) != OCI_STOPPED; i++)
+		usleep(10000);
+	gone = oci_status(st) == OCI_STOPPED;
+	return gone;
+}
+
+static int cmd_delete(int argc, char **argv)
+{
+	static const struct option opts[] = { { "force", no_argument, NULL, 'f' },
+					      { NULL, 0, NULL, 0 } };
+	char dir[PATH_MAX];
+	struct oci_state st;
+	enum oci_status now;
+	bool force = false;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+f", opts, NULL)) != -1) {
+		if (c == 'f')
+			force = true;
+		else
+			return oci_err("delete: unknown option");
+	}
+	if (optind != argc - 1)
+		return oci_err("delete: needs one container ID");
+	if (oci_id_check(argv[optind]) || oci_dir(g.root, argv[optind], dir, sizeof(dir)))
+		return oci_err("%s", husk_lasterr());
+	if (oci_state_read(dir, &st)) {
+		/* A create that died half-way leaves a directory without state. */
+		if (force && !access(dir, F_OK)) {
+			rm_tree_at(AT_FDCWD, dir);
+			return 0;
+		}
+		return oci_err("delete %s: %s", argv[optind], husk_lasterr());
+	}
+	oci_state_free(&st);
+	now = oci_status(&st);
+	if (now == OCI_RUNNING && !force)
+		return oci_err("delete %s: the container is running (stop it, or --force)",
+			       argv[optind]);
+	/* A created container is deleted as runc does: its process goes first. */
+	if (now != OCI_STOPPED) {
+		kill(st.pid, SIGKILL);
+		if (!wait_gone(&st, 10000))
+			return oci_err("delete %s: its process %d did not end", argv[optind],
+				       (int)st.pid);
+	}
+	rm_tree_at(AT_FDCWD, dir);
+	return 0;
+}
+
+static int cmd_list(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	char dir[PATH_MAX];
+	struct dirent **e = NULL;
+	int n = scandir(g.root, &e, NULL, alphasort);
+
+	printf("%-24s %-8s %-10s %s\n", "ID", "PID", "STATUS", "BUNDLE");
+	for (int i = 0; i < n; i++) {
+		struct oci_state st;
+
+		if (e[i]->d_name[0] != '.' && !oci_id_check(e[i]->d_name) &&
+		    !oci_dir(g.root, e[i]->d_name, dir, sizeof(dir)) && !oci_state_read(dir, &st)) {
+			enum oci_status s = oci_status(&st);
+
+			printf("%-24s %-8d %-10s %s\n", st.id, s == OCI_STOPPED ? 0 : (int)st.pid,
+			       oci_status_name(s), st.bundle);
+			oci_state_free(&st);
+		}
+		free(e[i]);
+	}
+	free(e);
+	return 0;
+}
+
+static int cmd_features(void)
+{
+	json_t *o = json_pack(
+		"{s:s,s:s,s:[],s:[s,s,s,s,s,s],s:{s:[s,s,s,s,s,s,s],s:[],s:{s:b,s:b,s:b},"
+		"s:{s:b}},s:{s:s,s:s,s:s,s:s}}",
+		"ociVersionMin", "1.0.0", "ociVersionMax", OCI_VERSION, "hooks",
+		"mountOptions", "bind", "rbind", "ro", "nosuid", "nodev", "noexec",
+		"linux", "namespaces", "cgroup", "ipc", "mount", "network", "pid", "user", "uts",
+		"capabilities", "cgroup", "v1", false, "v2", true, "systemd", false,
+		"seccomp", "enabled", false,
+		"annotations", "io.husk.net", "none or egress: husk's own filtered NIC",
+		"io.husk.allow", "egress allow rules, comma separated (husk run --allow)",
+		"io.husk.allow-host", "host names the job may resolve and reach",
+		"io.husk.timeout", "seconds the container may run (default a week)");
+	char *s = o ? json_dumps(o, JSON_INDENT(2)) : NULL;
+
+	json_decref(o);
+	if (!s)
+		return oci_err("out of memory");
+	puts(s);
+	free(s);
+	return 0;
+}
+
+int oci_main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "root", required_argument, NULL, 'r' }, { "log", required_argument, NULL, 'l' },
+		{ "log-format", required_argument, NULL, 'F' },
+		{ "image-dir", required_argument, NULL, 'i' },
+		{ "systemd-cgroup", no_argument, NULL, 's' }, { "debug", no_argument, NULL, 'd' },
+		{ "rootless", required_argument, NULL, 'R' }, { "criu", required_argument, NULL, 'C' },
+		{ "version", no_argument, NULL, 'v' }, { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *cmd;
+	int c;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'r':
+			g.root = optarg;
+			break;
+		case 'l':
+			g.log = optarg;
+			break;
+		case 'F':
+			if (strcmp(optarg, "text") && strcmp(optarg, "json"))
+				return oci_err("--log-format: text or json, not %s", optarg);
+			g.log_json = !strcmp(optarg, "json");
+			break;
+		case 'i':
+			g.image_dir = optarg;
+			break;
+		case 's': case 'd': case 'R': case 'C':
+			break;
+		case 'v':
+			printf("husk oci version %s\nspec: %s\n", PACKAGE_VERSION, OCI_VERSION);
+			return 0;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			return oci_err("unknown global option %s (husk oci --help)",
+				       argv[optind - 1]);
+		}
+	}
+	if (optind >= argc) {
+		fputs(usage, stderr);
+		return 1;
+	}
+	if (g.root[0] != '/')
+		return oci_err("--root must be an absolute path");
+	cmd = argv[optind];
+	argc -= optind;
+	argv += optind;
+	if (!strcmp(cmd, "create"))
+		return cmd_create(argc, argv);
+	if (!strcmp(cmd, "start"))
+		return cmd_start(argc, argv);
+	if (!strcmp(cmd, "state"))
+		return cmd_state(argc, argv);
+	if (!strcmp(cmd, "kill"))
+		return cmd_kill(argc, argv);
+	if (!strcmp(cmd, "delete"))
+		return cmd_delete(argc, argv);
+	if (!strcmp(cmd, "features"))
+		return cmd_features();
+	if (!strcmp(cmd, "list"))
+		return cmd_list(argc, argv);
+	return oci_err("unknown command %s (husk oci --help)", cmd);
+}

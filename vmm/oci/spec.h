@@ -1,0 +1,65 @@
+/*
+ * oci/spec: an OCI bundle's config.json, read as hostile input, turned into
+ * the command line of the `husk run` that is the container. What husk
+ * cannot honour is refused with a message that says so; what an engine
+ * always asks for and a VM has anyway (its own /proc, /dev, /sys, cgroup
+ * and namespaces, the engine's /etc/hosts and friends) is accepted and left
+ * to the guest. Pure: no files but the one read, no processes.
+ */
+#ifndef HUSK_OCI_SPEC_H
+#define HUSK_OCI_SPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define OCI_MAX_ARGS 256
+#define OCI_MAX_ENV 256
+#define OCI_MAX_BINDS 32
+#define OCI_MAX_ALLOW 64
+#define OCI_CONFIG_MAX (4u << 20)	/* a config.json larger than this is refused */
+/* A container has no --timeout of its own: it lives this long at most. */
+#define OCI_DEFAULT_TIMEOUT_S (7 * 24 * 3600)
+
+struct oci_bind {
+	char *src;			/* host path, absolute */
+	char *dst;			/* guest path, relative to the workspace */
+};
+
+struct oci_spec {
+	char *args[OCI_MAX_ARGS + 1];	/* process.args, NULL-terminated */
+	int nr_args;
+	char *env[OCI_MAX_ENV];		/* process.env, "K=V" */
+	int nr_env;
+	char *cwd;			/* process.cwd, absolute */
+	char *root;			/* root.path as given (relative to the bundle or absolute) */
+	uint64_t mem_mib;		/* linux.resources.memory.limit, MiB; 0: husk's default */
+	unsigned cpu_milli;		/* quota/period in thousandths of a CPU; 0: default */
+	unsigned timeout_s;		/* io.husk.timeout, else OCI_DEFAULT_TIMEOUT_S */
+	bool egress;			/* io.husk.net = egress */
+	char *allow[OCI_MAX_ALLOW];	/* io.husk.allow, comma separated */
+	int nr_allow;
+	char *allow_host[OCI_MAX_ALLOW];	/* io.husk.allow-host */
+	int nr_allow_host;
+	struct oci_bind binds[OCI_MAX_BINDS];
+	int nr_binds;
+	char *annotations_json;		/* the annotations object, for state */
+};
+
+/*
+ * Parse config.json's text (len bytes). 0, or -errno with the reason in
+ * husk_lasterr(); *s is filled on success and must be freed either way.
+ */
+int oci_spec_parse(const char *text, size_t len, struct oci_spec *s);
+void oci_spec_free(struct oci_spec *s);
+
+/*
+ * The command line of the container's `husk run` ("husk", "run", options,
+ * "--", the process). image is the imported root's key, image_dir its store, hold_fd
+ * the --hold-fd. Strings point into s or are allocated into *owned (free
+ * each, then the array); argv is NULL-terminated. 0 or -errno.
+ */
+int oci_spec_argv(const struct oci_spec *s, const char *image, const char *image_dir,
+		  int hold_fd, char ***argv, char ***owned);
+
+#endif
