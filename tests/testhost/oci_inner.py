@@ -5,8 +5,10 @@
 # engine (a child subreaper here) for its exit status, kill, delete, and
 # configs that must be refused. The bundle's config.json is `runc spec`'s
 # when Debian's runc was brought in. Then Debian's podman (with conmon) runs
-# containers with --runtime husk-runc when it was brought in.
-#   oci_inner.py BUILDDIR BUNDLE_ROOTFS RUNC|- PODMAN|- ROOTFS_TAR
+# containers with --runtime husk-runc, and Debian's containerd with its runc
+# shim runs them through `ctr run --runc-binary husk-runc`, when they were
+# brought in.
+#   oci_inner.py BUILDDIR BUNDLE_ROOTFS RUNC|- PODMAN|- ROOTFS_TAR CONTAINERD|-
 import ctypes
 import json
 import os
@@ -20,6 +22,7 @@ B, ROOTFS = sys.argv[1], sys.argv[2]
 RUNC = sys.argv[3] if sys.argv[3] != "-" else ""
 PODMAN = sys.argv[4] if sys.argv[4] != "-" else ""
 TAR = sys.argv[5]
+CONTAINERD = sys.argv[6] if len(sys.argv) > 6 and sys.argv[6] != "-" else ""
 HUSK = B + "/husk-runc"
 W = "/tmp/oci-inner"
 ROOT = W + "/state"
@@ -302,6 +305,59 @@ else:
 
 left = [x for x in os.listdir(ROOT) if not x.startswith(".")] if os.path.isdir(ROOT) else []
 check(left == [], "no container state left", left)
+# ---- containerd: ctr run through the runc shim, BinaryName = husk-runc
+if not (CONTAINERD and PODMAN):
+    print("skip - containerd with husk-runc: containerd (and podman, to make the image) not "
+          "brought in", flush=True)
+else:
+    CS = W + "/ctd.sock"
+    with open(W + "/ctd.toml", "w") as f:
+        f.write('version = 2\ndisabled_plugins = ["io.containerd.grpc.v1.cri"]\n')
+    ctd = subprocess.Popen([CONTAINERD, "--config", W + "/ctd.toml", "--root", W + "/ctd-root",
+                            "--state", W + "/ctd-state", "--address", CS],
+                           stdout=subprocess.DEVNULL, stderr=open(W + "/ctd.log", "w"))
+
+    def ctr(*args, timeout=300):
+        return subprocess.run(["ctr", "--address", CS] + list(args), stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=timeout)
+    for _ in range(100):
+        if ctr("version").returncode == 0:
+            break
+        time.sleep(0.2)
+    r = podman("save", "--format", "docker-archive", "-o", W + "/bb-docker.tar", "localhost/bb")
+    r2 = ctr("image", "import", "--snapshotter", "native", "--all-platforms",
+             W + "/bb-docker.tar")
+    if check(r.returncode == 0 and r2.returncode == 0, "containerd: the image imported",
+             (r.stderr[-500:], r2.stderr[-800:], open(W + "/ctd.log").read()[-800:])):
+        t0 = time.monotonic()
+        r = ctr("run", "--rm", "--snapshotter", "native", "--runc-binary", HUSK,
+                "--env", "FOO=bar", "localhost/bb:latest", "k1", "sh", "-c",
+                "echo hi $FOO; echo oops >&2; id -u; exit 3")
+        el = time.monotonic() - t0
+        check(r.returncode == 3 and r.stdout == "hi bar\n1000\n" and "oops" in r.stderr,
+              "ctr run --runc-binary husk-runc: output, env, the job user, exit status 3",
+              (r.returncode, r.stdout, r.stderr[-1500:], open(W + "/ctd.log").read()[-1500:]))
+        print("# figure: ctr run --rm --runc-binary husk-runc: %.2f s" % el, flush=True)
+        r = ctr("run", "-d", "--snapshotter", "native", "--runc-binary", HUSK,
+                "localhost/bb:latest", "k2", "sleep", "300")
+        time.sleep(1)
+        r2 = ctr("task", "ls")
+        check(r.returncode == 0 and "k2" in r2.stdout and "RUNNING" in r2.stdout,
+              "ctr run -d: the task runs", (r.stderr[-800:], r2.stdout))
+        r = ctr("task", "kill", "-s", "SIGTERM", "k2")
+        for _ in range(300):
+            if "STOPPED" in ctr("task", "ls").stdout:
+                break
+            time.sleep(0.1)
+        check("STOPPED" in ctr("task", "ls").stdout, "ctr task kill: it stops",
+              ctr("task", "ls").stdout)
+        r = ctr("task", "rm", "k2")
+        r2 = ctr("container", "rm", "k2")
+        check(r.returncode == 0 and r2.returncode == 0, "ctr task rm, container rm",
+              (r.stderr, r2.stderr))
+    ctd.terminate()
+    ctd.wait(30)
+
 time.sleep(1)
 # The engine reaps its containers: the ones this test did not wait for are reaped here.
 while True:
