@@ -303,6 +303,12 @@ else:
         print("# figure: median of 3, podman run --rm ... true: " + ", ".join(
             "%s %.2f s" % kv for kv in fig.items()), flush=True)
 
+for store in (IMG, "/var/lib/husk/images"):	# the driver's, and the engines' default
+    imgs = subprocess.run([B + "/husk", "image", "ls", "--json", "--image-dir", store],
+                          capture_output=True, text=True).stdout
+    check([n for i in json.loads(imgs or "[]") for n in i.get("names", [])
+           if n.startswith("oci-")] == [],
+          "every container's root left the image store %s with it" % store, imgs[-800:])
 left = [x for x in os.listdir(ROOT) if not x.startswith(".")] if os.path.isdir(ROOT) else []
 check(left == [], "no container state left", left)
 # ---- containerd: ctr run through the runc shim, BinaryName = husk-runc

@@ -32,6 +32,8 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "image/image.h"
+#include "lib/digest.h"
 #include "lib/util.h"
 #include "oci/oci.h"
 #include "oci/spec.h"
@@ -153,17 +155,48 @@ static int self_exe(char *out, size_t len)
 }
 
 /*
- * `husk image import ROOT --json`: the root's key, in a child whose stdout
- * is ours to read (its errors go to our stderr).
+ * The name a container's root has in the image store while the container
+ * exists: an engine's copy of a root differs from the last one (its
+ * directories' times), so each container's import is its own, and delete
+ * must remove it. An image under other names too stays for them.
  */
-static int import_root(const char *root, char *key, size_t klen)
+static void image_name(const char *id, char out[72])
 {
+	uint8_t d[DIGEST_SHA256_LEN];
+	char hex[2 * DIGEST_SHA256_LEN + 1];
+
+	digest_sha256(id, strlen(id), d);
+	digest_hex(d, sizeof(d), hex);
+	snprintf(out, 72, "oci-%s", hex);
+}
+
+/* Drop the container's name from the store (its image goes with its last name). */
+static void image_release(const char *id)
+{
+	char name[72];
+	int err;
+
+	image_name(id, name);
+	err = image_rm(g.image_dir ? g.image_dir : IMAGE_DEFAULT_DIR, name);
+	if (err && err != -ENOENT)
+		fprintf(stderr, "husk oci: warning: %s\n", husk_lasterr());
+}
+
+/*
+ * `husk image import ROOT --json --name NAME`: the root's key, in a child
+ * whose stdout is ours to read (its errors go to our stderr).
+ */
+static int import_root(const char *root, const char *id, char *key, size_t klen)
+{
+	char name[72];
+
 	char exe[PATH_MAX], out[65536];
 	size_t got = 0;
 	int p[2], st;
 	pid_t pid;
 	json_t *o;
 
+	image_name(id, name);
 	if (self_exe(exe, sizeof(exe)) || pipe2(p, O_CLOEXEC))
 		return husk_seterr(errno ? errno : EIO, "cannot import the root: %s",
 				   husk_lasterr());
@@ -171,8 +204,8 @@ static int import_root(const char *root, char *key, size_t klen)
 	if (pid < 0)
 		return husk_seterr(errno, "fork: %s", strerror(errno));
 	if (pid == 0) {
-		const char *argv[9] = { "husk", "image", "import", root, "--json" };
-		int n = 5;
+		const char *argv[11] = { "husk", "image", "import", root, "--json", "--name", name };
+		int n = 7;
 
 		if (g.image_dir) {
 			argv[n++] = "--image-dir";
@@ -319,7 +352,7 @@ static int cmd_create(int argc, char **argv)
 			return oci_err("container %s exists already", id);
 		return oci_err("cannot make %s: %s", dir, strerror(err));
 	}
-	if (import_root(path, key, sizeof(key))) {
+	if (import_root(path, id, key, sizeof(key))) {
 		oci_spec_free(&s);
 		rm_tree_at(AT_FDCWD, dir);
 		return oci_err("%s", husk_lasterr());
@@ -330,6 +363,7 @@ static int cmd_create(int argc, char **argv)
 	if (mkfifo(path, 0600) || (fifo = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC)) < 0) {
 		err = errno;
 		oci_spec_free(&s);
+		image_release(id);
 		rm_tree_at(AT_FDCWD, dir);
 		return oci_err("cannot make %s: %s", path, strerror(err));
 	}
@@ -337,6 +371,7 @@ static int cmd_create(int argc, char **argv)
 	close(fifo);
 	if (pid < 0) {
 		oci_spec_free(&s);
+		image_release(id);
 		rm_tree_at(AT_FDCWD, dir);
 		return oci_err("%s", husk_lasterr());
 	}
@@ -351,6 +386,7 @@ static int cmd_create(int argc, char **argv)
 	oci_spec_free(&s);
 	if (err) {
 		kill(pid, SIGKILL);
+		image_release(id);
 		rm_tree_at(AT_FDCWD, dir);
 		return oci_err("%s", husk_lasterr());
 	}
@@ -531,6 +567,7 @@ static int cmd_delete(int argc, char **argv)
 	if (oci_state_read(dir, &st)) {
 		/* A create that died half-way leaves a directory without state. */
 		if (force && !access(dir, F_OK)) {
+			image_release(argv[optind]);
 			rm_tree_at(AT_FDCWD, dir);
 			return 0;
 		}
@@ -548,6 +585,7 @@ static int cmd_delete(int argc, char **argv)
 			return oci_err("delete %s: its process %d did not end", argv[optind],
 				       (int)st.pid);
 	}
+	image_release(argv[optind]);
 	rm_tree_at(AT_FDCWD, dir);
 	return 0;
 }
