@@ -6,9 +6,10 @@
 # configs that must be refused. The bundle's config.json is `runc spec`'s
 # when Debian's runc was brought in. Then Debian's podman (with conmon) runs
 # containers with --runtime husk-runc, and Debian's containerd with its runc
-# shim runs them through `ctr run --runc-binary husk-runc`, when they were
-# brought in.
-#   oci_inner.py BUILDDIR BUNDLE_ROOTFS RUNC|- PODMAN|- ROOTFS_TAR CONTAINERD|-
+# shim runs them through `ctr run --runc-binary husk-runc`, and a one-node
+# Slurm (munge, slurmctld, slurmd) runs `srun --container` through oci.conf,
+# when they were brought in.
+#   oci_inner.py BUILDDIR BUNDLE_ROOTFS RUNC|- PODMAN|- ROOTFS_TAR CONTAINERD|- SLURM|-
 import ctypes
 import json
 import os
@@ -23,6 +24,7 @@ RUNC = sys.argv[3] if sys.argv[3] != "-" else ""
 PODMAN = sys.argv[4] if sys.argv[4] != "-" else ""
 TAR = sys.argv[5]
 CONTAINERD = sys.argv[6] if len(sys.argv) > 6 and sys.argv[6] != "-" else ""
+SLURM = len(sys.argv) > 7 and sys.argv[7] != "-"
 HUSK = B + "/husk-runc"
 W = "/tmp/oci-inner"
 ROOT = W + "/state"
@@ -162,6 +164,14 @@ r = runtime("state", "c1")
 check(r.returncode != 0 and "does not exist" in r.stderr, "state of a deleted container", r.stderr)
 print("# figure: create %.2f s, create to exit %.2f s (QEMU-TCG test host)" % (t_create, t_all),
       flush=True)
+
+# ---- run: create, start, wait and delete in one
+o = W + "/r1"
+with open(o + ".out", "w") as out, open(o + ".err", "w") as err:
+    r = runtime("run", "--bundle", W + "/b1", "r1", stdout=out, stderr=err)
+check(r.returncode == 3 and open(o + ".out").read().startswith("out\n") and
+      not os.path.exists(ROOT + "/r1"), "run: the job's status and output, then deleted",
+      (r.returncode, open(o + ".err").read()[-500:]))
 
 # ---- kill: SIGTERM stops a running container; delete needs --force while it runs
 spec(W + "/b2", ["sh", "-c", "echo up; sleep 120"])
@@ -363,6 +373,134 @@ else:
               (r.stderr, r2.stderr))
     ctd.terminate()
     ctd.wait(30)
+
+# ---- Slurm: srun --container through oci.conf
+def slurm_test():
+    sl = W + "/slurm"
+    for d in ("etc", "spool", "state", "log", "run"):
+        os.makedirs(sl + "/" + d, exist_ok=True)
+    with open(sl + "/munge.key", "wb") as f:
+        f.write(os.urandom(1024))
+    os.chmod(sl + "/munge.key", 0o400)
+    # The test host has no name, no users and only lo; Slurm needs a name
+    # that resolves to an address of a non-loopback interface (getaddrinfo's
+    # AI_ADDRCONFIG), root in /etc/passwd, and slurmd a cgroup v2 scope.
+    subprocess.run(["hostname", "huskth"])
+    for c in ("link add hs0 type veth peer name hs1", "addr add 10.99.0.1/24 dev hs0",
+              "link set hs0 up", "link set hs1 up"):
+        subprocess.run(["ip"] + c.split(), stderr=subprocess.DEVNULL)
+    for path, text in (("/etc/passwd", "root:x:0:0:root:/root:/bin/sh\n"),
+                       ("/etc/group", "root:x:0:\n"),
+                       ("/etc/hosts", "10.99.0.1 huskth\n127.0.0.1 localhost\n"),
+                       ("/etc/nsswitch.conf", "hosts: files\npasswd: files\ngroup: files\n")):
+        if not os.path.exists(path):
+            with open(path, "w") as f:
+                f.write(text)
+    os.makedirs("/sys/fs/cgroup/system.slice", exist_ok=True)
+    with open(sl + "/etc/cgroup.conf", "w") as f:
+        f.write("CgroupPlugin=cgroup/v2\nIgnoreSystemd=yes\n")
+    host = subprocess.run(["hostname", "-s"], capture_output=True, text=True).stdout.strip()
+    with open(sl + "/etc/slurm.conf", "w") as f:
+        f.write("""ClusterName=husk
+SlurmctldHost={h}
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket={s}/run/munge.sock
+CredType=cred/munge
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/linear
+SchedulerType=sched/builtin
+MpiDefault=none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+SlurmctldPidFile={s}/run/slurmctld.pid
+SlurmdPidFile={s}/run/slurmd.pid
+SlurmdSpoolDir={s}/spool
+StateSaveLocation={s}/state
+SlurmctldLogFile={s}/log/ctld.log
+SlurmdLogFile={s}/log/slurmd.log
+ReturnToService=2
+NodeName={h} CPUs=1 RealMemory=500 State=UNKNOWN
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+""".format(h=host, s=sl))
+    # The runtime through a script that logs each call, for the report.
+    rt = sl + "/rt"
+    with open(rt, "w") as f:
+        f.write('#!/bin/sh\necho "$*" >> %s/rt.log\nexec %s --root %s/oci --image-dir %s "$@"\n'
+                % (sl, HUSK, sl, IMG))
+    os.chmod(rt, 0o755)
+    with open(sl + "/etc/oci.conf", "w") as f:
+        # run, not create and start: slurmstepd waits for the end of the
+        # output of RunTimeCreate, which the container's process holds.
+        f.write('RunTimeQuery="%s state %%n.%%u.%%j.%%s.%%t"\n' % rt)
+        f.write('RunTimeRun="%s run --bundle %%b %%n.%%u.%%j.%%s.%%t"\n' % rt)
+        f.write('RunTimeKill="%s kill --all %%n.%%u.%%j.%%s.%%t"\n' % rt)
+        f.write('RunTimeDelete="%s delete --force %%n.%%u.%%j.%%s.%%t"\n' % rt)
+    env = dict(os.environ, SLURM_CONF=sl + "/etc/slurm.conf")
+    daemons = [subprocess.Popen(["munged", "--key-file", sl + "/munge.key", "--socket",
+                                 sl + "/run/munge.sock", "--pid-file", sl + "/run/munged.pid",
+                                 "--log-file", sl + "/log/munged.log", "--seed-file",
+                                 sl + "/run/munge.seed", "-F", "--force"],
+                                stdout=subprocess.DEVNULL,
+                                stderr=open(sl + "/log/munged.err", "w"))]
+    time.sleep(1)
+    daemons.append(subprocess.Popen(["slurmctld", "-D", "-i"], env=env,
+                                    stdout=subprocess.DEVNULL,
+                                    stderr=open(sl + "/log/ctld.err", "w")))
+    daemons.append(subprocess.Popen(["slurmd", "-D"], env=env, stdout=subprocess.DEVNULL,
+                                    stderr=open(sl + "/log/slurmd.err", "w")))
+    try:
+        idle = ""
+        for _ in range(60):
+            try:
+                idle = subprocess.run(["sinfo", "-h", "-o", "%t"], env=env, capture_output=True,
+                                      text=True, timeout=15).stdout.strip()
+            except subprocess.TimeoutExpired:
+                idle = "no answer"
+            if idle == "idle":
+                break
+            time.sleep(0.5)
+        logs = lambda: "".join(x + ": " + open(sl + "/log/" + x).read()[-700:] + "\n" for x in
+                               ("munged.err", "ctld.err", "slurmd.err", "ctld.log",
+                                "slurmd.log") if os.path.exists(sl + "/log/" + x))
+        if not check(idle == "idle", "slurm: one node up (munge, slurmctld, slurmd)",
+                     (idle, logs())):
+            return
+        spec(W + "/b-slurm", ["true"])
+        t0 = time.monotonic()
+        try:
+            r = subprocess.run(["srun", "--container=" + W + "/b-slurm", "sh", "-c",
+                                "echo in container; id -u; exit 3"], env=env,
+                               capture_output=True, text=True, timeout=300)
+        except subprocess.TimeoutExpired as e:
+            r = subprocess.CompletedProcess(e.cmd, -1, e.stdout or "", e.stderr or "")
+            if isinstance(r.stdout, bytes):
+                r.stdout, r.stderr = r.stdout.decode(), r.stderr.decode()
+            print("# srun timed out; runtime calls:\n" + (open(sl + "/rt.log").read()
+                  if os.path.exists(sl + "/rt.log") else "(none)") + logs()[-3000:], flush=True)
+        el = time.monotonic() - t0
+        check("in container\n1000\n" in r.stdout,
+              "srun --container: the job ran in a husk VM, as the job user",
+              (r.returncode, r.stdout, r.stderr[-800:], logs()))
+        check(r.returncode == 3, "srun --container: the job's exit status (3)",
+              (r.returncode, r.stderr[-500:]))
+        print("# figure: srun --container ... (husk-runc): %.2f s" % el, flush=True)
+    finally:
+        for d in reversed(daemons):
+            d.terminate()
+            try:
+                d.wait(20)
+            except subprocess.TimeoutExpired:
+                d.kill()
+
+
+if not SLURM:
+    print("skip - slurm with husk-runc: slurmctld, slurmd, srun or munged not brought in",
+          flush=True)
+else:
+    slurm_test()
 
 time.sleep(1)
 # The engine reaps its containers: the ones this test did not wait for are reaped here.

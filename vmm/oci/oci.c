@@ -57,6 +57,9 @@ static const char usage[] =
 	"  create --bundle DIR [--pid-file F] [--console-socket S] ID\n"
 	"                      import the bundle's root, boot the VM, hold the process\n"
 	"  start ID            run the container's process\n"
+	"  run --bundle DIR [--detach] ID\n"
+	"                      create and start; without --detach wait for it, then\n"
+	"                      delete it, and exit with its status\n"
 	"  state ID            the container's state as JSON\n"
 	"  kill ID [SIGNAL]    signal the container (default SIGTERM)\n"
 	"  delete [--force] ID remove a stopped (with --force, any) container\n"
@@ -295,14 +298,56 @@ static pid_t spawn_container(const struct oci_spec *s, const char *key, int fifo
 	return pid;
 }
 
-static int cmd_create(int argc, char **argv)
+static pid_t run_child;
+static int cmd_start(int argc, char **argv);
+
+/* run: the engine's signals go to the container's process, as runc's do. */
+static void forward(int sig)
+{
+	if (run_child > 0)
+		kill(run_child, sig);
+}
+
+/*
+ * run: the container started at once, and waited for here (it is our
+ * child); then deleted. The exit status is the container's.
+ */
+static int run_wait(const char *id, const char *dir, struct oci_state *st)
+{
+	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
+	char path[PATH_MAX];
+	int fd, status = 0, code;
+
+	run_child = st->pid;
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		signal(sigs[i], forward);
+	snprintf(path, sizeof(path), "%s/exec.fifo", dir);
+	fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 || write(fd, "s", 1) != 1)
+		kill(st->pid, SIGKILL);
+	if (fd >= 0)
+		close(fd);
+	st->started = true;
+	oci_state_write(dir, st);
+	while (waitpid(st->pid, &status, 0) < 0 && errno == EINTR)
+		;
+	code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	image_release(id);
+	rm_tree_at(AT_FDCWD, dir);
+	return code;
+}
+
+/* create, and run (create, start, wait, delete; --detach: create and start). */
+static int cmd_create(int argc, char **argv, bool run)
 {
 	static const struct option opts[] = {
 		{ "bundle", required_argument, NULL, 'b' }, { "pid-file", required_argument, NULL, 'p' },
 		{ "console-socket", required_argument, NULL, 'c' },
 		{ "no-pivot", no_argument, NULL, 'n' }, { "no-new-keyring", no_argument, NULL, 'k' },
-		{ "preserve-fds", required_argument, NULL, 'f' }, { NULL, 0, NULL, 0 },
+		{ "preserve-fds", required_argument, NULL, 'f' }, { "detach", no_argument, NULL, 'd' },
+		{ NULL, 0, NULL, 0 },
 	};
+	bool detach = false;
 	const char *bundle = ".", *pid_file = NULL, *id;
 	char dir[PATH_MAX], path[PATH_MAX], abs_bundle[PATH_MAX], key[128], *text;
 	struct oci_spec s;
@@ -312,16 +357,18 @@ static int cmd_create(int argc, char **argv)
 	pid_t pid;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+b:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+b:d", opts, NULL)) != -1) {
 		if (c == 'b')
 			bundle = optarg;
+		else if (c == 'd' && run)
+			detach = true;
 		else if (c == 'p')
 			pid_file = optarg;
 		else if (c == '?')
 			return oci_err("create: unknown option (husk oci --help)");
 	}
 	if (optind != argc - 1)
-		return oci_err("create: needs one container ID");
+		return oci_err("%s: needs one container ID", run ? "run" : "create");
 	id = argv[optind];
 	if (oci_id_check(id) || oci_dir(g.root, id, dir, sizeof(dir)))
 		return oci_err("%s", husk_lasterr());
@@ -384,13 +431,19 @@ static int cmd_create(int argc, char **argv)
 	st.annotations = s.annotations_json;
 	err = oci_state_write(dir, &st) || (pid_file && write_pid_file(pid_file, pid));
 	oci_spec_free(&s);
+	st.annotations = NULL;	/* it was the spec's */
 	if (err) {
 		kill(pid, SIGKILL);
 		image_release(id);
 		rm_tree_at(AT_FDCWD, dir);
 		return oci_err("%s", husk_lasterr());
 	}
-	return 0;
+	if (run && detach) {
+		char *start_argv[] = { "start", (char *)id, NULL };
+
+		return cmd_start(2, start_argv);
+	}
+	return run ? run_wait(id, dir, &st) : 0;
 }
 
 /* The container ID of a command that takes exactly one (and no options). */
@@ -695,7 +748,9 @@ int oci_main(int argc, char **argv)
 	argc -= optind;
 	argv += optind;
 	if (!strcmp(cmd, "create"))
-		return cmd_create(argc, argv);
+		return cmd_create(argc, argv, false);
+	if (!strcmp(cmd, "run"))
+		return cmd_create(argc, argv, true);
 	if (!strcmp(cmd, "start"))
 		return cmd_start(argc, argv);
 	if (!strcmp(cmd, "state"))
