@@ -238,3 +238,19 @@ void rm_tree_at(int parent, const char *name)
 		close(fd);
 	unlinkat(parent, name, 0);
 }
+
+int signal_by_name(const char *s)
+{
+	static const struct { const char *name; int sig; } names[] = {
+		{ "HUP", SIGHUP }, { "INT", SIGINT }, { "QUIT", SIGQUIT }, { "KILL", SIGKILL },
+		{ "USR1", SIGUSR1 }, { "USR2", SIGUSR2 }, { "TERM", SIGTERM },
+		{ "CONT", SIGCONT }, { "STOP", SIGSTOP }, { "ALRM", SIGALRM },
+	};
+
+	if (!strncmp(s, "SIG", 3))
+		s += 3;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(s, names[i].name))
+			return names[i].sig;
+	return -1;
+}

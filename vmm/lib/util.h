@@ -59,6 +59,9 @@ int stop_signalfd(void);
 /* Parse a decimal unsigned integer in [min, max]; -EINVAL/-ERANGE. */
 int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 
+/* A signal by its name, with or without "SIG" ("TERM", "SIGKILL"); -1 if unknown. */
+int signal_by_name(const char *s);
+
 /*
  * mkdir -p: path itself with mode, parents it creates 0755 (so a private
  * /run/husk/uids does not make /run/husk private); -errno naming the part

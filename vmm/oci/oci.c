@@ -530,23 +530,12 @@ static int cmd_state(int argc, char **argv)
 	return 0;
 }
 
+/* A number 1..64, or a name as husk serve's signal takes it. */
 static int parse_signal(const char *s)
 {
-	static const struct { const char *n; int sig; } names[] = {
-		{ "HUP", SIGHUP }, { "INT", SIGINT }, { "QUIT", SIGQUIT }, { "KILL", SIGKILL },
-		{ "USR1", SIGUSR1 }, { "USR2", SIGUSR2 }, { "TERM", SIGTERM }, { "CONT", SIGCONT },
-		{ "STOP", SIGSTOP }, { "ALRM", SIGALRM }, { "PIPE", SIGPIPE }, { "WINCH", SIGWINCH },
-	};
 	uint64_t v;
 
-	if (!parse_u64(s, 1, 64, &v))
-		return v;
-	if (!strncmp(s, "SIG", 3))
-		s += 3;
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcmp(s, names[i].n))
-			return names[i].sig;
-	return -1;
+	return parse_u64(s, 1, 64, &v) ? signal_by_name(s) : (int)v;
 }
 
 static int cmd_kill(int argc, char **argv)

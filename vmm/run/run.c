@@ -415,6 +415,13 @@ static bool discarding(const struct sup *S)
 	return S->stopping || S->error[0];
 }
 
+/* The backstop for a job whose --timeout counts from `from`. */
+static uint64_t backstop_after(const struct run_opts *o, uint64_t from)
+{
+	return from + o->job.timeout_sec * 1000000u +
+	       (kvm_host_is_pvm() ? PVM_BACKSTOP_US : BACKSTOP_US);
+}
+
 /*
  * The job started: the boot (or restore) and guest-init's set-up of the
  * job are over, and with them the boot's CPU quota. From here on the VM has
@@ -425,8 +432,7 @@ static void on_ready(struct sup *S)
 	/* A held job (--hold-fd) starts now: --timeout counts from here, once. */
 	if (S->o->hold_fd >= 0 && !S->hold_over) {
 		S->hold_over = true;
-		S->backstop = now_us() + S->o->job.timeout_sec * 1000000u +
-			      (kvm_host_is_pvm() ? PVM_BACKSTOP_US : BACKSTOP_US);
+		S->backstop = backstop_after(S->o, now_us());
 	}
 	if (S->cg_on && S->cpu_job && S->cpu_job != S->cpu_boot &&
 	    cgroup_set_cpu(&S->cg, S->cpu_job))
@@ -917,11 +923,8 @@ int run_job(const struct run_opts *o, uint64_t start, struct run_result *r)
 	for (int i = 0; i < IS_NR; i++)
 		sr->guest_steps[i] = -1;
 	r->start_epoch_us = wall_us() - (now_us() - start);
-	S.backstop = start + o->job.timeout_sec * 1000000u +
-		     (kvm_host_is_pvm() ? PVM_BACKSTOP_US : BACKSTOP_US);
 	/* A held job may wait for its start without end, as a created container does. */
-	if (o->hold_fd >= 0)
-		S.backstop = UINT64_MAX;
+	S.backstop = o->hold_fd >= 0 ? UINT64_MAX : backstop_after(o, start);
 
 	if (prepare(&S) || spawn_vm(&S, start) || confine_vm(&S)) {
 		snprintf(S.error, sizeof(S.error), "%s", husk_lasterr());

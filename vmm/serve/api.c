@@ -151,26 +151,10 @@ char *api_ok(json_t *id, json_t *fields)
 
 int api_signal(const json_t *v)
 {
-	static const struct { const char *name; int sig; } names[] = {
-		{ "HUP", SIGHUP }, { "INT", SIGINT }, { "QUIT", SIGQUIT }, { "KILL", SIGKILL },
-		{ "USR1", SIGUSR1 }, { "USR2", SIGUSR2 }, { "TERM", SIGTERM },
-		{ "CONT", SIGCONT }, { "STOP", SIGSTOP }, { "ALRM", SIGALRM },
-	};
-	const char *s;
-	unsigned i;
-
 	if (json_is_integer(v))
 		return json_integer_value(v) >= 1 && json_integer_value(v) <= 64 ?
 		       (int)json_integer_value(v) : -1;
-	if (!json_is_string(v))
-		return -1;
-	s = json_string_value(v);
-	if (!strncmp(s, "SIG", 3))
-		s += 3;
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcmp(s, names[i].name))
-			return names[i].sig;
-	return -1;
+	return json_is_string(v) ? signal_by_name(json_string_value(v)) : -1;
 }
 
 /* A field of an expected type; NULL when absent. */
@@ -372,6 +356,8 @@ static int get_cmd(json_t *o, struct api_cmd *c, bool need_argv)
 	return err;
 }
 
+static int get_policy(json_t *o, struct api_req *r);
+
 /* run, create: the worker's command line, checked as husk run checks it. */
 static int machine(json_t *o, struct api_req *r)
 {
@@ -487,17 +473,7 @@ static int machine(json_t *o, struct api_req *r)
 	 * whose only change is its egress rules, which it gets as a policy.
 	 */
 	r->net_pool = !changed && r->net_policy && r->template_name;
-	if (r->net_pool && rules) {
-		static const char *const keys[] = { "allow", "allow_host", "deny" };
-
-		r->policy = json_object();
-		if (!r->policy)
-			return husk_seterr(ENOMEM, "out of memory");
-		for (unsigned k = 0; k < 3; k++)
-			if (json_object_get(o, keys[k]))
-				json_object_set(r->policy, keys[k], json_object_get(o, keys[k]));
-	}
-	return 0;
+	return r->net_pool && rules ? get_policy(o, r) : 0;
 }
 
 static int get_puts(json_t *o, struct api_req *r)
