@@ -6,10 +6,12 @@
  * call. Also: argument checks (ioctl requests, PROT_EXEC, socket family,
  * tgkill's signal), x32 and i386 numbers, the quiet EPERM for unlink in
  * the run VM main list, the DNS helper's list (no socket, connect, open,
- * exec or fork), HUSK_SECCOMP=log and off, and the lists' size.
+ * exec or fork), a stop and continue in a timed wait (restart_syscall),
+ * HUSK_SECCOMP=log and off, and the lists' size.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <linux/kvm.h>
 #include <poll.h>
 #include <pthread.h>
@@ -43,6 +45,8 @@
 struct shared {
 	char report[REPORT_LEN];
 	char why[128];
+	volatile int sleeping;	/* the child is about to wait on futex_word */
+	int futex_word;
 };
 
 struct outcome {
@@ -608,6 +612,68 @@ START_TEST(threads_run_and_exit)
 }
 END_TEST
 
+/* ---- a stopped thread resumes ---- */
+
+/*
+ * A timed futex wait, the way a mutex or condition variable sleeps. A
+ * SIGSTOP or a cgroup freeze interrupts it; on SIGCONT the kernel resumes
+ * it through restart_syscall, which every list must allow.
+ */
+static void timed_wait(void)
+{
+	struct timespec ts = { 0, 400 * 1000 * 1000 };
+	long r;
+
+	sh->sleeping = 1;
+	r = syscall(__NR_futex, &sh->futex_word, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+	MUST(r == -1 && errno == ETIMEDOUT);
+}
+
+static void stop_body(const void *arg)
+{
+	MUST(seccomp_install(*(const enum seccomp_kind *)arg) == 0);
+	timed_wait();
+}
+
+START_TEST(stopped_and_continued)
+{
+	struct timespec pause = { 0, 50 * 1000 * 1000 };
+	int efd, status, k;
+	pid_t pid;
+
+	for (k = 0; k < SECCOMP_KIND__COUNT; k++) {
+		efd = memfd_create("stderr", 0);
+		sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+			  -1, 0);
+		ck_assert_ptr_ne(sh, MAP_FAILED);
+		memset(sh, 0, sizeof(*sh));
+		pid = fork();
+		ck_assert_int_ge(pid, 0);
+		if (pid == 0) {
+			dup2(efd, STDERR_FILENO);
+			unsetenv("HUSK_SECCOMP");
+			seccomp_set_report(sh->report, sizeof(sh->report));
+			stop_body(&k);
+			_exit(0);
+		}
+		while (!sh->sleeping)
+			nanosleep(&pause, NULL);
+		nanosleep(&pause, NULL);
+		ck_assert_int_eq(kill(pid, SIGSTOP), 0);
+		ck_assert_int_eq(waitpid(pid, &status, WUNTRACED), pid);
+		ck_assert(WIFSTOPPED(status));
+		ck_assert_int_eq(kill(pid, SIGCONT), 0);
+		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+			      "%s: status 0x%x after SIGSTOP/SIGCONT (%s; %s)",
+			      seccomp_kind_name(k), status, sh->report, sh->why);
+		close(efd);
+		munmap(sh, sizeof(*sh));
+		sh = NULL;
+	}
+}
+END_TEST
+
 /* ---- other ABIs ---- */
 
 static void x32_call(void)
@@ -731,6 +797,7 @@ Suite *seccomp_suite(void)
 	tcase_add_test(tc, template_main_list);
 	tcase_add_test(tc, dns_helper_list);
 	tcase_add_test(tc, threads_run_and_exit);
+	tcase_add_test(tc, stopped_and_continued);
 	tcase_add_test(tc, foreign_abis);
 	tcase_add_test(tc, env_log_and_off);
 	tcase_add_test(tc, env_locked);

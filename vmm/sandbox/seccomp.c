@@ -89,6 +89,7 @@ static const struct rule common_rules[] = {
 	ALLOW(clock_gettime),	/* now_us() when the vDSO falls back to the kernel */
 	ALLOW(madvise),		/* thread exit drops its stack; malloc returns heap pages */
 	ALLOW(rt_sigreturn),	/* return from the vCPU kick handler */
+	ALLOW(restart_syscall),	/* a stop (SIGSTOP, a freezer, a debugger) resumes a sleep */
 	ALLOW(exit_group),	/* process exit, also the SIGSYS handler's */
 };
 
