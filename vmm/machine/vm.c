@@ -84,7 +84,14 @@ static int create_machine(struct vm *vm)
 	struct kvm_pit_config pit = { .flags = KVM_PIT_SPEAKER_DUMMY };
 	int err;
 
-	vm->fd = ioctl(vm->kvm.fd, KVM_CREATE_VM, 0);
+	/*
+	 * Making the VM takes every lock of our address space, which the
+	 * kernel gives up with EINTR when a signal is pending: a SIGSTOP or
+	 * a freeze of the host is one. Nothing was made; make it again.
+	 */
+	do
+		vm->fd = ioctl(vm->kvm.fd, KVM_CREATE_VM, 0);
+	while (vm->fd < 0 && errno == EINTR);
 	if (vm->fd < 0)
 		return husk_seterr(errno, "KVM_CREATE_VM: %s", strerror(errno));
 	/* Intel VMX needs these pages for real-mode emulation; harmless elsewhere. */
