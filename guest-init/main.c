@@ -32,6 +32,7 @@
 #include <sys/reboot.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -227,6 +228,14 @@ static int connect_host(void)
 		.svm_cid = VMADDR_CID_HOST,
 		.svm_port = PROTO_VSOCK_PORT,
 	};
+	/*
+	 * The kernel gives up on a connect after 2 s, and its answer, if it
+	 * comes later, resets the connection the host has already taken as
+	 * ours: on a loaded host (a VM stopped, frozen or starved for a few
+	 * seconds) that killed the job. The host bounds how long a VM may take
+	 * to connect; here, wait for its answer as long as it lets us.
+	 */
+	struct timeval wait = { .tv_sec = 3600 };
 	int fd, tries, err = 0;
 
 	/* The host's listener may come up a moment after the device. */
@@ -234,6 +243,8 @@ static int connect_host(void)
 		fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (fd < 0)
 			fatal("vsock socket: %s", strerror(errno));
+		if (setsockopt(fd, AF_VSOCK, SO_VM_SOCKETS_CONNECT_TIMEOUT, &wait, sizeof(wait)))
+			fatal("vsock connect timeout: %s", strerror(errno));
 		if (!connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
 			return fd;
 		err = errno;
