@@ -508,9 +508,10 @@ check(sum(results.values()) == 100, "4 clients x 25 jobs: all 100 right (%.0f s)
       (results, wrong))
 # A guest that died says how in its console's tail, in full.
 for w in wrong:
-    if isinstance(w["final"], dict) and w["final"].get("console_tail"):
+    rec = w["final"].get("record") if isinstance(w["final"], dict) else None
+    if isinstance(rec, dict) and rec.get("console_tail"):
         print("# job %s: the guest console's last output:" % w["job"])
-        for line in w["final"]["console_tail"].splitlines():
+        for line in rec["console_tail"].splitlines():
             print("#   " + line)
 wait_pool(c, 2)
 fds_after = len(os.listdir("/proc/%d/fd" % d.pid))

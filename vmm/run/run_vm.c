@@ -983,8 +983,9 @@ int run_vm_main(const struct run_vm_args *a)
 	} else {
 		event_loop(&R);
 	}
-	/* What the guest printed last says why it died. */
-	if (R.vm->reason == VM_STOP_PANIC || R.vm->reason == VM_STOP_CRASH) {
+	/* What the guest printed last says why it died, or why the host gave up on it. */
+	if (R.vm->reason == VM_STOP_PANIC || R.vm->reason == VM_STOP_CRASH ||
+	    R.vm->reason == VM_STOP_HOST_ERROR) {
 		console_flush(&R.vm->console);
 		console_tail(&R.vm->console, r->console_tail, sizeof(r->console_tail));
 	}
