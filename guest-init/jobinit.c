@@ -5,7 +5,8 @@
  * guest-init clones the job's init into new PID, mount, IPC, UTS and
  * network namespaces before it says HELLO, so that the job is not kept
  * waiting for them, and a template holds its init ready-made. The init,
- * still root, makes every mount private, replaces /proc and brings up lo,
+ * still root, makes every mount private, replaces /proc and /dev (a tmpfs
+ * with the usual devices, devpts and /dev/shm) and brings up lo,
  * then waits for the job spec (the P_JOB payload, relayed by guest-init
  * on the spec pipe). A job with a network (T_JOB_NET_*) leaves the private
  * network namespace for the guest's, where eth0 lives. For the job
@@ -44,6 +45,8 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -222,9 +225,60 @@ static void set_title(void)
 	prctl(PR_SET_NAME, JOBINIT_NAME, 0, 0, 0);
 }
 
-/* Inside the new namespaces, as root: private mounts, a fresh /proc, lo. */
+/*
+ * The job's /dev: a tmpfs of its own holding the devices a program expects
+ * (the OCI runtime spec's default set), not guest-init's devtmpfs with the
+ * root disk, the vsock, the console and the memory devices, whose nodes
+ * the job never sees. Terminals come from a devpts instance of its own,
+ * POSIX shared memory from a tmpfs at /dev/shm.
+ */
+#define DEV_SHM_OPTS "mode=1777,size=64m"
+
+static int dev_setup(void)
+{
+	static const struct {
+		const char *path;
+		unsigned major, minor;
+	} nodes[] = {
+		{ "/dev/null", 1, 3 }, { "/dev/zero", 1, 5 }, { "/dev/full", 1, 7 },
+		{ "/dev/random", 1, 8 }, { "/dev/urandom", 1, 9 }, { "/dev/tty", 5, 0 },
+	};
+	static const struct {
+		const char *target, *path;
+	} links[] = {
+		{ "/proc/self/fd", "/dev/fd" }, { "/proc/self/fd/0", "/dev/stdin" },
+		{ "/proc/self/fd/1", "/dev/stdout" }, { "/proc/self/fd/2", "/dev/stderr" },
+		{ "pts/ptmx", "/dev/ptmx" },
+	};
+	size_t i;
+
+	/* Gone, not just covered: not even its mount shows. */
+	if (umount2("/dev", MNT_DETACH))
+		return husk_seterr(errno, "unmount guest-init's /dev: %s", strerror(errno));
+	if (mount("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k"))
+		return husk_seterr(errno, "mount the job's /dev: %s", strerror(errno));
+	for (i = 0; i < ARRAY_SIZE(nodes); i++)
+		if (mknod(nodes[i].path, S_IFCHR | 0666, makedev(nodes[i].major, nodes[i].minor)) ||
+		    chmod(nodes[i].path, 0666))
+			return husk_seterr(errno, "make %s: %s", nodes[i].path, strerror(errno));
+	for (i = 0; i < ARRAY_SIZE(links); i++)
+		if (symlink(links[i].target, links[i].path))
+			return husk_seterr(errno, "link %s: %s", links[i].path, strerror(errno));
+	if (mkdir("/dev/pts", 0755) || mkdir("/dev/shm", 01777))
+		return husk_seterr(errno, "make the job's /dev directories: %s", strerror(errno));
+	if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+		  "newinstance,ptmxmode=0666,mode=0620,gid=5"))
+		return husk_seterr(errno, "mount the job's /dev/pts: %s", strerror(errno));
+	if (mount("shm", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, DEV_SHM_OPTS))
+		return husk_seterr(errno, "mount the job's /dev/shm: %s", strerror(errno));
+	return 0;
+}
+
+/* Inside the new namespaces, as root: private mounts, a fresh /proc and /dev, lo. */
 static int ns_setup(void)
 {
+	int err;
+
 	/* Nothing mounted here may propagate back to guest-init's namespace. */
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
 		return husk_seterr(errno, "make the job's mounts private: %s", strerror(errno));
@@ -233,6 +287,9 @@ static int ns_setup(void)
 		return husk_seterr(errno, "unmount guest-init's /proc: %s", strerror(errno));
 	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL))
 		return husk_seterr(errno, "mount the job's /proc: %s", strerror(errno));
+	err = dev_setup();
+	if (err)
+		return err;
 	/* A private network namespace starts with lo down. */
 	return net_lo_up();
 }

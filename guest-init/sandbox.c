@@ -350,6 +350,21 @@ static int set_limit(int res, const char *name, rlim_t v)
 	return 0;
 }
 
+/*
+ * The job's stdio pipes are root's, and a pipe opened again through
+ * /proc/self/fd (/dev/stdout, /dev/stderr) checks its owner: they go to the
+ * agent user, or `echo >/dev/stderr` fails. Pipes only, never a device.
+ */
+static void give_stdio(void)
+{
+	struct stat st;
+	int fd;
+
+	for (fd = 0; fd < 3; fd++)
+		if (!fstat(fd, &st) && S_ISFIFO(st.st_mode) && fchown(fd, AGENT_UID, AGENT_GID))
+			husk_debug("give stdio %d to the agent user: %s", fd, strerror(errno));
+}
+
 int sandbox_enter(const struct job_spec *js, const char *cgroup)
 {
 	char path[128];
@@ -363,6 +378,7 @@ int sandbox_enter(const struct job_spec *js, const char *cgroup)
 	}
 	/* Per-uid process count: only meaningful once we are the agent user. */
 	if (cfg.drop_user) {
+		give_stdio();
 		err = set_limit(RLIMIT_NPROC, "RLIMIT_NPROC", js->pids_limit);
 		if (err)
 			return err;

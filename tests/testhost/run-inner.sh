@@ -133,6 +133,15 @@ for n in $NSLIST; do
 done
 if [ -n "$nsok" ]; then ok "pid, mnt, ipc, uts and net namespaces differ from guest-init's"
 else bad "the job shares a namespace with guest-init (or one is missing)"; fi
+run "the job's /dev: the usual devices, terminals and shared memory" 0 -- sh -c '
+	ls -A /dev | tr "\n" " "; echo
+	ls -A /dev/pts | tr "\n" " "; echo
+	echo to-stderr >/dev/stderr; echo to-fd1 >/dev/fd/1; echo shm >/dev/shm/x; cat /dev/shm/x
+	grep -E " /dev(/pts|/shm)? " /proc/mounts | cut -d" " -f2,3 | tr "\n" " "; echo
+	head -c 4 /dev/zero | od -An -tx1 | tr -d " "'
+same "none of the VM's devices (disk, vsock, console, memory), the spec's set" $W/out \
+	"$(printf 'fd full null ptmx pts random shm stderr stdin stdout tty urandom zero \nptmx \nto-fd1\nshm\n/dev tmpfs /dev/pts devpts /dev/shm tmpfs \n00000000')"
+has "/dev/stderr is the job's stderr" $W/err "^to-stderr$"
 run "without --net the job's network is lo alone" 0 -- sh -c 'tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " "'
 same "only lo" $W/out "lo"
 run "with --net egress the job keeps guest-init's network namespace" 0 --net egress \
