@@ -77,6 +77,7 @@ struct job_spec {
 	char **gets;
 	size_t ngets;
 	char *cwd;		/* NULL = the workspace */
+	char *hostname;		/* NULL = the kernel's */
 	uint64_t timeout_ms;
 	uint32_t workspace_mib;
 	uint64_t clock_ns;

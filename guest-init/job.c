@@ -115,6 +115,11 @@ static int spec_elem(struct job_spec *js, const struct tlv *t, uint64_t *seen)
 		if (!err && (!*js->cwd || strlen(js->cwd) >= PATH_MAX))
 			err = husk_seterr(EINVAL, "job working directory is empty or too long");
 		return err;
+	case T_JOB_HOSTNAME:
+		err = tlv_str(t, &js->hostname);
+		if (!err && !proto_hostname_ok(js->hostname))
+			err = husk_seterr(EINVAL, "job host name is not a host name");
+		return err;
 	case T_JOB_TIMEOUT_MS:
 		return tlv_u64(t, &js->timeout_ms);
 	case T_JOB_WORKSPACE_MIB:
@@ -341,6 +346,7 @@ void job_spec_free(struct job_spec *js)
 	free_vec(js->env, js->nenv);
 	free_vec(js->gets, js->ngets);
 	free(js->cwd);
+	free(js->hostname);
 	free(js->seed);
 	memset(js, 0, sizeof(*js));
 }

@@ -447,6 +447,11 @@ static _Noreturn void jobinit_main(const struct job_fds *f)
 	if (err)
 		child_fail(f->errfd);
 	read_spec(f, &js);
+	/* The job's own UTS namespace: guest-init's name stays. */
+	if (js.hostname && cfg.namespaces && sethostname(js.hostname, strlen(js.hostname))) {
+		husk_seterr(errno, "set the job's host name: %s", strerror(errno));
+		child_fail(f->errfd);
+	}
 	/* eth0 lives in the guest's network namespace. */
 	if (js.net && f->netns >= 0 && setns(f->netns, CLONE_NEWNET)) {
 		husk_seterr(errno, "enter the guest's network namespace: %s", strerror(errno));

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "cli_run.h"
 #include "image/image.h"
+#include "job/proto.h"
 #include "net/dns.h"
 #include "lib/util.h"
 #include "machine/vm.h"
@@ -98,6 +99,8 @@ const char cli_run_usage[] =
 	"                      transparent huge pages where the host has them)\n"
 	"  --cwd DIR           the job's working directory (default the workspace;\n"
 	"                      a relative DIR is below it)\n"
+	"  --hostname NAME     the job's host name (its own UTS namespace; 1..63 of\n"
+	"                      letters, digits, '-' and '.')\n"
 	"  --server PATH       run the job through husk serve on socket PATH (its\n"
 	"                      limits, pools and templates; files stay this user's)\n"
 	"  --session-fd N      no command: serve a session of commands on the\n"
@@ -543,7 +546,7 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 	       O_GET, O_GET_ALWAYS, O_STDIN, O_JSON, O_CONSOLE, O_VERBOSE, O_HELP, O_MAX_OUTPUT,
 	       O_NET, O_ALLOW, O_CONN_RATE, O_EGRESS_LIMIT, O_EGRESS_RATE, O_MAX_DESTS, O_ALLOW_HOST, O_DENY, O_CPUS,
 	       O_PIDS_MAX, O_UID_RANGE, O_NO_JAIL, O_GET_KEEP_MODES, O_JSON_FD, O_RESULT,
-	       O_TEMPLATE, O_TEMPLATE_DIR, O_NO_HUGEPAGES, O_SESSION_FD, O_SERVER, O_CWD,
+	       O_TEMPLATE, O_TEMPLATE_DIR, O_NO_HUGEPAGES, O_SESSION_FD, O_SERVER, O_CWD, O_HOSTNAME,
 	       O_POLICY_FD, O_IMAGE, O_IMAGE_DIR, O_HOLD_FD };
 	bool mem_set = false, vcpus_set = false;
 	static const struct option opts[] = {
@@ -581,6 +584,7 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 		{ "hold-fd", required_argument, NULL, O_HOLD_FD },
 		{ "server", required_argument, NULL, O_SERVER },
 		{ "cwd", required_argument, NULL, O_CWD },
+		{ "hostname", required_argument, NULL, O_HOSTNAME },
 		{ "get-keep-modes", no_argument, NULL, O_GET_KEEP_MODES },
 		{ "json-fd", required_argument, NULL, O_JSON_FD },
 		{ "result", required_argument, NULL, O_RESULT },
@@ -723,6 +727,13 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 				err = husk_seterr(EINVAL, "--cwd needs a directory (workspace-relative "
 						  "or absolute)");
 			break;
+		case O_HOSTNAME:
+			o->job.hostname = optarg;
+			if (!proto_hostname_ok(optarg))
+				err = husk_seterr(EINVAL, "--hostname '%s' is not a host name (1..%d of "
+						  "letters, digits, '-' and '.', not first '-' or '.')",
+						  optarg, PROTO_HOSTNAME_MAX);
+			break;
 		case O_SERVER:
 			o->server = optarg;
 			if (!*optarg)
@@ -802,6 +813,8 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 				   o->rootfs ? "rootfs" : "template");
 	if (o->image_dir && o->server)
 		return husk_seterr(EINVAL, "--image-dir is the daemon's with --server");
+	if (o->job.hostname && o->server)
+		return husk_seterr(EINVAL, "--hostname does not go through husk serve (yet)");
 	if (o->get_always && !o->nr_get)
 		return husk_seterr(EINVAL, "--get-always without --get");
 	if (o->get_keep_modes && !o->nr_get)

@@ -142,6 +142,10 @@ run "the job's /dev: the usual devices, terminals and shared memory" 0 -- sh -c 
 same "none of the VM's devices (disk, vsock, console, memory), the spec's set" $W/out \
 	"$(printf 'fd full null ptmx pts random shm stderr stdin stdout tty urandom zero \nptmx \nto-fd1\nshm\n/dev tmpfs /dev/pts devpts /dev/shm tmpfs \n00000000')"
 has "/dev/stderr is the job's stderr" $W/err "^to-stderr$"
+run "--hostname names the job's machine" 0 --hostname box-7.example -- sh -c 'hostname; cat /proc/sys/kernel/hostname'
+same "hostname says box-7.example" $W/out "$(printf 'box-7.example\nbox-7.example')"
+run "a bad --hostname is a usage error" 2 --hostname 'a;b' -- true
+has "and says why" $W/err "is not a host name"
 run "without --net the job's network is lo alone" 0 -- sh -c 'tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " "'
 same "only lo" $W/out "lo"
 run "with --net egress the job keeps guest-init's network namespace" 0 --net egress \

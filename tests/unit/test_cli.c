@@ -467,6 +467,20 @@ START_TEST(run_image)
 }
 END_TEST
 
+START_TEST(run_hostname)
+{
+	ck_assert_int_eq(RUN("--hostname", "box-1.example", "--", "hostname"), 0);
+	ck_assert_str_eq(ro.job.hostname, "box-1.example");
+	ck_assert_int_eq(RUN("--", "hostname"), 0);
+	ck_assert_ptr_null(ro.job.hostname);
+	assert_rejected(RUN("--hostname", "", "--", "true"), "is not a host name");
+	assert_rejected(RUN("--hostname", "a b", "--", "true"), "is not a host name");
+	assert_rejected(RUN("--hostname", "-x", "--", "true"), "is not a host name");
+	assert_rejected(RUN("--hostname", "h", "--server", "/s", "--", "true"),
+			"does not go through husk serve");
+}
+END_TEST
+
 START_TEST(run_all_options)
 {
 	ck_assert_int_eq(RUN("--kernel", "k", "--rootfs", "r", "--mem", "1024", "--vcpus", "4",
@@ -1116,6 +1130,7 @@ Suite *cli_suite(void)
 	tcase_add_test(tc, run_uid_range);
 	tcase_add_test(tc, run_uid_range_rejected);
 	tcase_add_test(tc, run_image);
+	tcase_add_test(tc, run_hostname);
 	suite_add_tcase(s, tc);
 	return s;
 }

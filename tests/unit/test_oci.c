@@ -72,7 +72,7 @@ START_TEST(runc_spec_becomes_a_job)
 	ck_assert_int_eq(parse(config("", "", "", ""), &s), 0);
 	a = joined(&s);
 	ck_assert_str_eq(a, "husk run --hold-fd=7 --stdin --image abc123 --timeout=604800 --cwd / "
-			 "--env PATH=/usr/bin:/bin --env TERM=xterm -- sh -c echo hi");
+			 "--hostname runc --env PATH=/usr/bin:/bin --env TERM=xterm -- sh -c echo hi");
 	ck_assert_str_eq(s.root, "rootfs");
 	free(a);
 	oci_spec_free(&s);
@@ -93,7 +93,7 @@ START_TEST(limits_binds_and_annotations)
 			       &s), 0);
 	a = joined(&s);
 	ck_assert_str_eq(a, "husk run --hold-fd=7 --stdin --image abc123 --timeout=604800 --cwd / "
-			 "--mem=256 --cpus=1.500 --env PATH=/usr/bin:/bin --env TERM=xterm --net "
+			 "--hostname runc --mem=256 --cpus=1.500 --env PATH=/usr/bin:/bin --env TERM=xterm --net "
 			 "egress --allow 192.0.2.1/32:tcp:443 --allow 198.51.100.0/24 --put "
 			 "/srv/data:data -- sh -c echo hi");
 	ck_assert_ptr_nonnull(strstr(s.annotations_json, "org.example"));
@@ -168,6 +168,12 @@ START_TEST(hostile_configs)
 		"{\"ociVersion\":\"1.0\",\"ociVersion\":\"1.0\"}",
 		"{\"ociVersion\":\"1.0\",\"process\":{\"args\":[\"a\\u0000b\"],\"cwd\":\"/\"},"
 		"\"root\":{\"path\":\"r\"}}",
+		"{\"ociVersion\":\"1.0\",\"process\":{\"args\":[\"a\"],\"cwd\":\"/\"},"
+		"\"root\":{\"path\":\"r\"},\"hostname\":\"a b;rm\"}",
+		"{\"ociVersion\":\"1.0\",\"process\":{\"args\":[\"a\"],\"cwd\":\"/\"},"
+		"\"root\":{\"path\":\"r\"},\"hostname\":7}",
+		"{\"ociVersion\":\"1.0\",\"process\":{\"args\":[\"a\"],\"cwd\":\"/\"},"
+		"\"root\":{\"path\":\"r\"},\"hostname\":\"-x\"}",
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

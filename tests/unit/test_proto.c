@@ -296,6 +296,22 @@ START_TEST(tlv_str_embedded_nul)
 }
 END_TEST
 
+/* What --hostname, the OCI hostname and guest-init accept: one rule for all. */
+START_TEST(hostnames)
+{
+	static const char *const good[] = { "a", "box-1", "web.example.org", "A9",
+		"123456789012345678901234567890123456789012345678901234567890123" };
+	static const char *const bad[] = { NULL, "", "-x", ".x", "a b", "a_b", "x;rm", "é",
+		"a\nb", "1234567890123456789012345678901234567890123456789012345678901234" };
+	size_t i;
+
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		ck_assert_msg(proto_hostname_ok(good[i]), "'%s' refused", good[i]);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(!proto_hostname_ok(bad[i]), "bad name %zu accepted", i);
+}
+END_TEST
+
 START_TEST(tlv_limit)
 {
 	struct tlv_buf b;
@@ -593,6 +609,7 @@ Suite *proto_suite(void)
 	suite_add_tcase(s, tc);
 
 	tcase_add_test(tt, tlv_round_trip);
+	tcase_add_test(tt, hostnames);
 	tcase_add_test(tt, tlv_empty_list);
 	tcase_add_test(tt, tlv_truncated_every_cut);
 	tcase_add_test(tt, tlv_len_past_end);

@@ -24,6 +24,7 @@ struct job_opts {
 	const char *env[JOB_MAX_ENV];	/* "K=V", on top of guest-init's defaults */
 	unsigned nr_env;
 	const char *cwd;		/* NULL: the workspace */
+	const char *hostname;		/* NULL: the guest kernel's */
 	uint64_t timeout_sec;		/* the job's (a session's: its lifetime); 0 none */
 	uint64_t workspace_mib;
 	uint64_t max_output;		/* bytes per stream passed on; the rest is counted */

@@ -76,6 +76,19 @@ const char *proto_step_name(unsigned step)
 	return step < IS_NR ? names[step] : "?";
 }
 
+bool proto_hostname_ok(const char *s)
+{
+	size_t i, n = s ? strlen(s) : 0;
+
+	if (n < 1 || n > PROTO_HOSTNAME_MAX || s[0] == '-' || s[0] == '.')
+		return false;
+	for (i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+		      (s[i] >= '0' && s[i] <= '9') || s[i] == '-' || s[i] == '.'))
+			return false;
+	return true;
+}
+
 bool proto_type_known(uint16_t type)
 {
 	switch (type) {

@@ -25,6 +25,7 @@
 #define PROTO_MAX_ARGS 4096
 #define PROTO_MAX_ENV 4096
 #define PROTO_MAX_GETS 64
+#define PROTO_HOSTNAME_MAX 63
 #define PROTO_MAX_EXECS 64		/* live execs of one session */
 #define PROTO_ID_LEN 4			/* the u32 id that begins every session frame */
 /*
@@ -86,6 +87,7 @@ enum proto_tag {
 	T_JOB_NET_PREFIX = 17,	/* u8 prefix length of T_JOB_NET_ADDR (1..32) */
 	T_JOB_NET_MAC = 18,	/* 6 bytes: eth0's address (a template's clones differ) */
 	T_JOB_SESSION = 19,	/* u8 1: a session: no argv, no gets; P_EXEC etc. follow */
+	T_JOB_HOSTNAME = 20,	/* the job's host name (proto_hostname_ok) */
 	/* P_EXIT */
 	T_EXIT_CODE = 32,	/* u32, when the job exited */
 	T_EXIT_SIGNAL = 33,	/* u32, when a signal killed it */
@@ -148,6 +150,8 @@ struct proto_hdr {
 void proto_hdr_encode(uint8_t out[PROTO_HDR_LEN], uint16_t type, uint32_t len);
 int proto_hdr_decode(const uint8_t in[PROTO_HDR_LEN], struct proto_hdr *h);
 bool proto_type_known(uint16_t type);
+/* A host name both sides accept: 1..63 of [A-Za-z0-9.-], not starting with - or . */
+bool proto_hostname_ok(const char *s);
 
 /* A growable buffer for building TLV payloads. */
 struct tlv_buf {

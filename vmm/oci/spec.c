@@ -16,6 +16,7 @@
 
 #include "cli.h"
 #include "cli_run.h"
+#include "job/proto.h"
 #include "lib/util.h"
 #include "oci/spec.h"
 
@@ -308,6 +309,24 @@ static int linux_part(json_t *l, struct oci_spec *s)
 	return 0;
 }
 
+/* The job's UTS namespace carries it; "" is the spec's "not set". */
+static int hostname(json_t *h, struct oci_spec *s)
+{
+	const char *v = json_string_value(h);
+
+	if (!h)
+		return 0;
+	if (!v)
+		return bad("hostname must be a string");
+	if (!*v)
+		return 0;
+	if (!proto_hostname_ok(v))
+		return husk_seterr(EINVAL, "config.json: hostname '%.80s' is not a host name "
+				   "(1..%d of letters, digits, '-' and '.')", v, PROTO_HOSTNAME_MAX);
+	s->hostname = dup_str(v);
+	return s->hostname ? 0 : -ENOMEM;
+}
+
 int oci_spec_parse(const char *text, size_t len, struct oci_spec *s)
 {
 	json_error_t je;
@@ -332,6 +351,8 @@ int oci_spec_parse(const char *text, size_t len, struct oci_spec *s)
 		err = annotations(json_object_get(c, "annotations"), s);
 	if (!err)
 		err = process(json_object_get(c, "process"), s);
+	if (!err)
+		err = hostname(json_object_get(c, "hostname"), s);
 	root = json_object_get(c, "root");
 	path = json_string_value(json_object_get(root, "path"));
 	if (!err && (!path || !*path || strlen(path) > 4095))
@@ -373,6 +394,7 @@ void oci_spec_free(struct oci_spec *s)
 		free(s->binds[i].dst);
 	}
 	free(s->cwd);
+	free(s->hostname);
 	free(s->root);
 	free(s->annotations_json);
 	memset(s, 0, sizeof(*s));
@@ -429,6 +451,8 @@ int oci_spec_argv(const struct oci_spec *s, const char *image, const char *image
 	      push(&b, "--cwd") || push(&b, s->cwd);
 	if (!err && image_dir)
 		err = push(&b, "--image-dir") || push(&b, image_dir);
+	if (!err && s->hostname)
+		err = push(&b, "--hostname") || push(&b, s->hostname);
 	if (!err && s->mem_mib)
 		err = pushf(&b, "--mem=%" PRIu64, s->mem_mib);
 	if (!err && s->cpu_milli)

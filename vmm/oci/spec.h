@@ -32,6 +32,7 @@ struct oci_spec {
 	char *env[OCI_MAX_ENV];		/* process.env, "K=V" */
 	int nr_env;
 	char *cwd;			/* process.cwd, absolute */
+	char *hostname;			/* hostname, or NULL: not set */
 	char *root;			/* root.path as given (relative to the bundle or absolute) */
 	uint64_t mem_mib;		/* linux.resources.memory.limit, MiB; 0: husk's default */
 	unsigned cpu_milli;		/* quota/period in thousandths of a CPU; 0: default */
