@@ -1,0 +1,57 @@
+#!/bin/sh
+# Inside the test host (real KVM, root): the OCI runtime conformance suite
+# of opencontainers/runtime-tools (validation/*.t, built by
+# tools/build-oci-validation) against husk-runc. Each program drives the
+# runtime through create, start, state, kill and delete and most run
+# runtimetest inside the container, which checks the container against its
+# config.json; each prints TAP. Prints a line per program and per check
+# that failed, then checks that every program in EXPECTED passes whole.
+#   oci-validation-inner.sh BUILDDIR SUITE_DIR EXPECTED
+B=$1 SUITE=$2 EXPECTED=$3
+W=/tmp/oci-validation
+rm -rf $W
+mkdir -p $W/run $W/out
+. "$(dirname "$0")/lib.sh"
+cat >$W/husk-runc <<WRAP
+#!/bin/sh
+exec $B/husk-runc --root $W/state --image-dir $W/images "\$@"
+WRAP
+chmod +x $W/husk-runc
+# The programs find runtimetest and the root tarball in their directory.
+cp $SUITE/runtimetest $SUITE/rootfs-amd64.tar.gz $W/run/
+cd $W/run
+progs=0 whole=0 checks=0 passed=0
+for t in $SUITE/validation/*.t; do
+	name=$(basename $t .t)
+	RUNTIME=$W/husk-runc timeout 180 $t >$W/out/$name.tap 2>$W/out/$name.err </dev/null
+	st=$?
+	n_ok=$(grep -c '^ok ' $W/out/$name.tap)
+	n_bad=$(grep -c '^not ok ' $W/out/$name.tap)
+	progs=$((progs + 1))
+	checks=$((checks + n_ok + n_bad))
+	passed=$((passed + n_ok))
+	if [ $st = 0 ] && [ $n_bad = 0 ] && [ $n_ok -gt 0 ]; then
+		whole=$((whole + 1))
+		echo "# pass $name ($n_ok checks)"
+		echo $name >>$W/passing
+	else
+		echo "# FAIL $name (exit $st, $n_ok ok, $n_bad not ok)"
+		grep '^not ok ' $W/out/$name.tap | head -n 5 | sed 's/^/#     /'
+		[ $n_ok = 0 ] && [ $n_bad = 0 ] && head -c 400 $W/out/$name.err | sed 's/^/#     | /'
+	fi
+	# Whatever a failed program left behind goes before the next one.
+	for id in $(ls $W/state 2>/dev/null); do
+		$W/husk-runc delete --force $id >/dev/null 2>&1
+	done
+	rm -rf /tmp/ocitest*
+done
+echo "# runtime-tools validation against husk-runc: $whole of $progs programs pass whole, $passed of $checks checks"
+while read -r name; do
+	case $name in ''|'#'*) continue ;; esac
+	if grep -qx "$name" $W/passing 2>/dev/null; then ok "validation $name passes"
+	else bad "validation $name no longer passes"; show $W/out/$name.tap; fi
+done <$EXPECTED
+# Nothing of husk is left running after the suite.
+if pidof husk >/dev/null; then bad "husk processes left: $(pidof husk)"; else ok "no husk process left"; fi
+echo "oci-validation: $pass passed, $fail failed"
+[ $fail = 0 ]
