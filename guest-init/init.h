@@ -96,6 +96,9 @@ struct job_spec {
 	uint8_t net_mac[6];
 	bool have_mac;		/* T_JOB_NET_MAC: set eth0's address first */
 	bool session;		/* T_JOB_SESSION: P_EXEC etc. follow, no argv */
+	bool terminal;		/* T_JOB_TERMINAL: the job's stdio is a pty */
+	uint16_t rows, cols;	/* its window, 0: unknown */
+	int tty;		/* the job's init: the pty's index in its devpts, or -1 */
 };
 
 /* net.c: before the job's init, /run and the resolv.conf bind mount. */
@@ -204,6 +207,8 @@ struct job_fds {
 /* guest-init asks the job's init to kill every process of the job. */
 #define JOBINIT_KILL SIGUSR1
 #define JOBINIT_MAGIC 0x4a494e31u	/* "JIN1" */
+/* The spec pipe starts with a u32: the job's pty index in its devpts, or this. */
+#define JOBINIT_NO_TTY 0xffffffffu
 struct jobinit_report {
 	uint32_t magic;
 	int32_t status;		/* wait status of the job's main process */

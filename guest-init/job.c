@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
@@ -175,6 +176,15 @@ static int spec_elem(struct job_spec *js, const struct tlv *t, uint64_t *seen)
 		memcpy(js->net_mac, t->val, 6);
 		js->have_mac = true;
 		return 0;
+	case T_JOB_TERMINAL: {
+		uint32_t v;
+
+		err = tlv_u32(t, &v);
+		js->terminal = !err;
+		js->rows = v >> 16;
+		js->cols = v & 0xffff;
+		return err;
+	}
 	case T_JOB_SESSION:
 		err = tlv_u8(t, &u8);
 		if (!err && u8 > 1)
@@ -206,6 +216,8 @@ static int check_session(const struct job_spec *js, uint64_t seen)
 	if (seen & 1ull << T_JOB_STDIN)
 		return husk_seterr(EINVAL, "a session's spec has no stdin "
 				   "(each P_EXEC asks for its own)");
+	if (js->terminal)
+		return husk_seterr(EINVAL, "a session has no terminal");
 	return 0;
 }
 
@@ -217,6 +229,7 @@ int job_spec_parse(const uint8_t *p, size_t len, struct job_spec *js)
 	int r;
 
 	memset(js, 0, sizeof(*js));
+	js->tty = -1;
 	js->workspace_mib = DEFAULT_WORKSPACE_MIB;
 	js->pids_limit = DEFAULT_PIDS_LIMIT;
 	js->nofile = DEFAULT_NOFILE;
@@ -308,6 +321,7 @@ int exec_spec_parse(const uint8_t *p, size_t len, const struct job_spec *session
 	int r;
 
 	memset(xs, 0, sizeof(*xs));
+	xs->tty = -1;
 	tlv_iter_init(&it, p, len);
 	while ((r = tlv_next(&it, &t)) == 1) {
 		switch (t.tag) {
@@ -971,16 +985,19 @@ int job_prepare(void)
 }
 
 /*
- * The job spec to the job's init; its set-up failure, if any, comes back
- * on ep, whose EOF means the job has exec'd (or reached its exec failure
- * path), or for a session that the init is ready.
+ * The job spec to the job's init, after the index of the pty in its devpts
+ * (JOBINIT_NO_TTY: none) that only guest-init can make; its set-up failure,
+ * if any, comes back on ep, whose EOF means the job has exec'd (or reached
+ * its exec failure path), or for a session that the init is ready.
  */
-static int hand_spec(const uint8_t *spec, size_t len)
+static int hand_spec(const uint8_t *spec, size_t len, uint32_t tty)
 {
 	char msg[600];
 	size_t off = 0;
 	ssize_t n;
 
+	if (write(pre.spec, &tty, sizeof(tty)) != sizeof(tty))
+		len = 0;
 	while (off < len) {
 		n = write(pre.spec, spec + off, len - off);
 		if (n < 0 && errno == EINTR)
@@ -997,14 +1014,40 @@ static int hand_spec(const uint8_t *spec, size_t len)
 		msg[n] = 0;
 		return husk_seterr(EIO, "setting up the job: %s", msg);
 	}
-	if (off < len)
+	if (off < len || !len)
 		return husk_seterr(EIO, "the job's init did not take the job spec");
 	return 0;
 }
 
+/*
+ * A pty in the job's own devpts (its mount namespace, reached through its
+ * init's root), for a job with a terminal: its master is guest-init's end
+ * of the job's stdin and stdout. Returns the master, -errno.
+ */
+static int open_pty(const struct job_spec *js, uint32_t *index)
+{
+	struct winsize ws = { .ws_row = js->rows, .ws_col = js->cols };
+	char path[64];
+	int m, unlock = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/root/dev/pts/ptmx", (int)pre.pid);
+	m = open(path, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (m < 0)
+		return husk_seterr(errno, "open the job's pty: %s", strerror(errno));
+	if (ioctl(m, TIOCSPTLCK, &unlock) || ioctl(m, TIOCGPTN, index) ||
+	    (ws.ws_row && ws.ws_col && ioctl(m, TIOCSWINSZ, &ws))) {
+		int e = errno;
+
+		close(m);
+		return husk_seterr(e, "set up the job's pty: %s", strerror(e));
+	}
+	return m;
+}
+
 static int spawn(struct job *j, const struct job_spec *js, const uint8_t *spec, size_t len)
 {
-	int err;
+	uint32_t tty = JOBINIT_NO_TTY;
+	int err, m;
 
 	if (pre.pid < 0)
 		return husk_seterr(ECHILD, "the job's init is not there");
@@ -1016,9 +1059,21 @@ static int spawn(struct job *j, const struct job_spec *js, const uint8_t *spec, 
 	}
 	j->out[0] = (struct stream){ .fd = pre.out, .type = P_STDOUT };
 	j->out[1] = (struct stream){ .fd = pre.err, .type = P_STDERR };
+	if (js->terminal) {
+		/* One stream both ways: the pty's master; the pipes see EOF at the exec. */
+		m = open_pty(js, &tty);
+		if (m < 0)
+			return m;
+		close(pre.out);
+		j->out[0].fd = m;
+		if (j->in.fd >= 0) {
+			close(j->in.fd);
+			j->in.fd = fcntl(m, F_DUPFD_CLOEXEC, 3);
+		}
+	}
 	j->rep.fd = pre.sp;
 	j->res->start_ns = realtime_ns();
-	err = hand_spec(spec, len);
+	err = hand_spec(spec, len, tty);
 	if (err)
 		return err;
 	if (j->in.fd >= 0)
@@ -1039,7 +1094,7 @@ int job_session_init(const uint8_t *spec, size_t len, pid_t *init)
 	*init = pre.pid;
 	for (i = 0; i < ARRAY_SIZE(fds); i++)
 		close(fds[i]);
-	return hand_spec(spec, len);
+	return hand_spec(spec, len, JOBINIT_NO_TTY);
 }
 
 /* A negative fd makes poll skip the slot. */

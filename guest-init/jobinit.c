@@ -43,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -107,6 +108,25 @@ _Noreturn void child_fail(int errfd)
 	_exit(125);
 }
 
+/*
+ * The job's terminal: the pty guest-init made in the job's devpts, opened by
+ * the new session's leader, so it is its controlling terminal, and the job
+ * user's (devpts gives it to whoever made it).
+ */
+static int open_tty(int index)
+{
+	char path[32];
+	int fd;
+
+	snprintf(path, sizeof(path), "/dev/pts/%d", index);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return husk_seterr(errno, "open the job's terminal %s: %s", path, strerror(errno));
+	if (ioctl(fd, TIOCSCTTY, 0) || (cfg.drop_user && fchown(fd, AGENT_UID, AGENT_GID)))
+		return husk_seterr(errno, "make %s the job's terminal: %s", path, strerror(errno));
+	return fd;
+}
+
 _Noreturn void job_exec(const struct job_spec *js, const struct job_fds *f, const char *cgroup)
 {
 	sigset_t none;
@@ -125,7 +145,15 @@ _Noreturn void job_exec(const struct job_spec *js, const struct job_fds *f, cons
 	}
 	/* The stdin pipe exists before the job does: without stdin frames, /dev/null. */
 	in = js->stdin_frames ? f->in : open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (in < 0 || dup2(in, 0) < 0 || dup2(f->out, 1) < 0 || dup2(f->err, 2) < 0) {
+	if (js->tty >= 0) {
+		in = open_tty(js->tty);
+		if (in < 0)
+			child_fail(f->errfd);
+		if (dup2(in, 0) < 0 || dup2(in, 1) < 0 || dup2(in, 2) < 0) {
+			husk_seterr(errno, "dup2: %s", strerror(errno));
+			child_fail(f->errfd);
+		}
+	} else if (in < 0 || dup2(in, 0) < 0 || dup2(f->out, 1) < 0 || dup2(f->err, 2) < 0) {
 		husk_seterr(errno, "dup2: %s", strerror(errno));
 		child_fail(f->errfd);
 	}
@@ -295,13 +323,15 @@ static int ns_setup(void)
 }
 
 /*
- * The job spec from guest-init: the P_JOB payload, then EOF. EOF before
- * any byte: guest-init is gone, or ends without a job.
+ * The job spec from guest-init: the pty index (JOBINIT_NO_TTY), the P_JOB
+ * payload, then EOF. EOF before any byte: guest-init is gone, or ends
+ * without a job.
  */
 static void read_spec(const struct job_fds *f, struct job_spec *js)
 {
 	size_t len = 0, cap = 0;
 	uint8_t *buf = NULL, *nb;
+	uint32_t tty;
 	ssize_t n;
 
 	for (;;) {
@@ -328,8 +358,16 @@ static void read_spec(const struct job_fds *f, struct job_spec *js)
 	close(f->spec);
 	if (!len)
 		_exit(0);
-	if (job_spec_parse(buf, len, js))
+	if (len < sizeof(uint32_t) + 1 || job_spec_parse(buf + 4, len - 4, js))
 		child_fail(f->errfd);
+	memcpy(&tty, buf, sizeof(tty));
+	if (tty != JOBINIT_NO_TTY) {
+		if (!js->terminal || tty > INT32_MAX) {
+			husk_seterr(EINVAL, "a pty for a job without a terminal");
+			child_fail(f->errfd);
+		}
+		js->tty = (int)tty;
+	}
 	free(buf);
 }
 

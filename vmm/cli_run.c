@@ -101,6 +101,9 @@ const char cli_run_usage[] =
 	"                      a relative DIR is below it)\n"
 	"  --hostname NAME     the job's host name (its own UTS namespace; 1..63 of\n"
 	"                      letters, digits, '-' and '.')\n"
+	"  --tty               the job's stdin, stdout and stderr are a terminal (a\n"
+	"                      pty in the guest; all output comes on stdout); with\n"
+	"                      --stdin from a terminal, that one is put in raw mode\n"
 	"  --server PATH       run the job through husk serve on socket PATH (its\n"
 	"                      limits, pools and templates; files stay this user's)\n"
 	"  --session-fd N      no command: serve a session of commands on the\n"
@@ -546,7 +549,7 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 	       O_GET, O_GET_ALWAYS, O_STDIN, O_JSON, O_CONSOLE, O_VERBOSE, O_HELP, O_MAX_OUTPUT,
 	       O_NET, O_ALLOW, O_CONN_RATE, O_EGRESS_LIMIT, O_EGRESS_RATE, O_MAX_DESTS, O_ALLOW_HOST, O_DENY, O_CPUS,
 	       O_PIDS_MAX, O_UID_RANGE, O_NO_JAIL, O_GET_KEEP_MODES, O_JSON_FD, O_RESULT,
-	       O_TEMPLATE, O_TEMPLATE_DIR, O_NO_HUGEPAGES, O_SESSION_FD, O_SERVER, O_CWD, O_HOSTNAME,
+	       O_TEMPLATE, O_TEMPLATE_DIR, O_NO_HUGEPAGES, O_SESSION_FD, O_SERVER, O_CWD, O_HOSTNAME, O_TTY,
 	       O_POLICY_FD, O_IMAGE, O_IMAGE_DIR, O_HOLD_FD };
 	bool mem_set = false, vcpus_set = false;
 	static const struct option opts[] = {
@@ -585,6 +588,7 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 		{ "server", required_argument, NULL, O_SERVER },
 		{ "cwd", required_argument, NULL, O_CWD },
 		{ "hostname", required_argument, NULL, O_HOSTNAME },
+		{ "tty", no_argument, NULL, O_TTY },
 		{ "get-keep-modes", no_argument, NULL, O_GET_KEEP_MODES },
 		{ "json-fd", required_argument, NULL, O_JSON_FD },
 		{ "result", required_argument, NULL, O_RESULT },
@@ -734,6 +738,9 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 						  "letters, digits, '-' and '.', not first '-' or '.')",
 						  optarg, PROTO_HOSTNAME_MAX);
 			break;
+		case O_TTY:
+			o->job.terminal = true;
+			break;
 		case O_SERVER:
 			o->server = optarg;
 			if (!*optarg)
@@ -815,6 +822,8 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 		return husk_seterr(EINVAL, "--image-dir is the daemon's with --server");
 	if (o->job.hostname && o->server)
 		return husk_seterr(EINVAL, "--hostname does not go through husk serve (yet)");
+	if (o->job.terminal && o->server)
+		return husk_seterr(EINVAL, "--tty does not go through husk serve (yet)");
 	if (o->get_always && !o->nr_get)
 		return husk_seterr(EINVAL, "--get-always without --get");
 	if (o->get_keep_modes && !o->nr_get)
@@ -847,6 +856,9 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 	if (o->hold_fd >= 0 && (o->hold_fd == o->session_fd || o->hold_fd == o->json_fd ||
 				o->hold_fd == o->policy_fd))
 		return husk_seterr(EINVAL, "--hold-fd %d is already another option's fd", o->hold_fd);
+	if (o->job.terminal && (o->session_fd >= 0 || o->template_create))
+		return husk_seterr(EINVAL, "--tty is a job's: not with --session-fd or a "
+				   "template's creation");
 	if (o->hold_fd >= 0 && (o->session_fd >= 0 || o->template_create))
 		return husk_seterr(EINVAL, "--hold-fd holds a job: not with --session-fd or a "
 				   "template's creation");

@@ -13,8 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -354,6 +356,37 @@ static int use_image(struct run_opts *o, struct image_info *img)
 	return 0;
 }
 
+/*
+ * husk run --tty: the guest's pty takes the window of ours, and with
+ * --stdin from a terminal, ours goes raw while the job runs (the guest's
+ * line discipline echoes and edits, as ssh -t does), then back.
+ */
+static struct termios tty_saved;
+static bool tty_raw;
+
+static void tty_begin(struct run_opts *o)
+{
+	struct winsize ws;
+	struct termios raw;
+
+	if (!ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) || !ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws)) {
+		o->job.rows = ws.ws_row;
+		o->job.cols = ws.ws_col;
+	}
+	if (!o->job.stdin || !isatty(STDIN_FILENO) || tcgetattr(STDIN_FILENO, &tty_saved))
+		return;
+	raw = tty_saved;
+	cfmakeraw(&raw);
+	tty_raw = !tcsetattr(STDIN_FILENO, TCSANOW, &raw);
+}
+
+static void tty_end(void)
+{
+	if (tty_raw)
+		tcsetattr(STDIN_FILENO, TCSANOW, &tty_saved);
+	tty_raw = false;
+}
+
 static int cmd_run(int argc, char **argv, uint64_t start)
 {
 	static struct image_info img;
@@ -383,7 +416,11 @@ static int cmd_run(int argc, char **argv, uint64_t start)
 		return EXIT_USAGE;
 	}
 	block_signals();
+	if (o.job.terminal)
+		tty_begin(&o);
 	code = run_job(&o, start, &r);
+	if (o.job.terminal)
+		tty_end();
 	if (r.error[0])
 		run_error_msg(&o, &r);
 	else if (r.timed_out)

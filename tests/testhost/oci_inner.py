@@ -2,8 +2,9 @@
 # Inside the test host (real KVM, root): husk-runc driven as an engine
 # drives runc (conmon, containerd's shim): create with a pid file and the
 # engine's stdio, state, start, the container's process reaped by the
-# engine (a child subreaper here) for its exit status, kill, delete, and
-# configs that must be refused. The bundle's config.json is `runc spec`'s
+# engine (a child subreaper here) for its exit status, kill, delete, a
+# terminal's master taken over --console-socket, and configs that must be
+# refused. The bundle's config.json is `runc spec`'s
 # when Debian's runc was brought in. Then Debian's podman (with conmon) runs
 # containers with --runtime husk-runc, and Debian's containerd with its runc
 # shim runs them through `ctr run --runc-binary husk-runc`, and a one-node
@@ -12,6 +13,8 @@
 #   oci_inner.py BUILDDIR BUNDLE_ROOTFS RUNC|- PODMAN|- ROOTFS_TAR CONTAINERD|- SLURM|-
 import ctypes
 import json
+import select
+import socket
 import os
 import shutil
 import signal
@@ -101,11 +104,11 @@ def state(cid):
         return {"error": r.stderr}
 
 
-def create(cid, bundle, out_name):
+def create(cid, bundle, out_name, extra=()):
     """create with the engine's stdout/stderr files; returns (result, pid, out path)."""
     out = open(W + "/" + out_name + ".out", "w")
     err = open(W + "/" + out_name + ".err", "w")
-    r = runtime("create", "--bundle", bundle, "--pid-file", W + "/" + cid + ".pid", cid,
+    r = runtime("create", "--bundle", bundle, "--pid-file", W + "/" + cid + ".pid", *extra, cid,
                 stdout=out, stderr=err)
     out.close()
     err.close()
@@ -218,11 +221,58 @@ runtime("delete", "--force", "c4")
 spec(W + "/b5", ["true"], terminal=True)
 r, pid, _ = create("c5", W + "/b5", "c5")
 e = open(W + "/c5.err").read()
-check(r.returncode != 0 and "terminal" in e and not os.path.exists(ROOT + "/c5"),
-      "a terminal: refused, nothing left", e)
+check(r.returncode != 0 and "console-socket" in e and not os.path.exists(ROOT + "/c5"),
+      "a terminal without --console-socket: refused, nothing left", e)
 log = open(W + "/runtime.log").read().splitlines()
 check(any(json.loads(x).get("level") == "error" and "terminal" in json.loads(x).get("msg", "")
           for x in log), "the error is in --log as JSON", log[-3:])
+
+# ---- a terminal: the master over --console-socket, as conmon takes it
+spec(W + "/b7", ["sh", "-c", "if [ -t 0 ] && [ -t 1 ] && [ -t 2 ]; then echo all-tty; fi; "
+                 "ls -l /proc/self/fd/0; read line; echo got-$line; exit 4"], terminal=True)
+srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+srv.bind(W + "/console.sock")
+srv.listen(1)
+srv.settimeout(120)
+r, pid, _ = create("c7", W + "/b7", "c7", extra=("--console-socket", W + "/console.sock"))
+master = -1
+try:
+    conn, _ = srv.accept()
+    _, fds, _, _ = socket.recv_fds(conn, 256, 1)
+    master = fds[0] if fds else -1
+    conn.close()
+except OSError as ex:
+    print("# console socket: %s" % ex, flush=True)
+check(r.returncode == 0 and master >= 0 and os.isatty(master),
+      "create --console-socket: the engine gets a terminal's master",
+      (r.returncode, open(W + "/c7.err").read()[-500:]))
+if master >= 0:
+    runtime("start", "c7")
+    seen = b""
+    end = time.monotonic() + 120
+    sent = False
+    while time.monotonic() < end and b"got-" not in seen:
+        rd, _, _ = select.select([master], [], [], 1)
+        if rd:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+        # The guest's line discipline turns the terminal's CR into a newline.
+        if not sent and b"/dev/pts/" in seen:
+            os.write(master, b"hello\r")
+            sent = True
+    code = reap(pid)
+    check(b"all-tty" in seen and b"/dev/pts/" in seen,
+          "the process's stdin, stdout and stderr are a terminal in the guest", seen[-400:])
+    check(b"got-hello" in seen, "what the engine types reaches the process, echoed", seen[-400:])
+    check(code == 4, "the terminal's container exits 4", code)
+    os.close(master)
+srv.close()
+runtime("delete", "--force", "c7")
 spec(W + "/b6", ["true"], mounts=[{"destination": "/tmp/workspace/rw", "type": "bind",
                                    "source": W, "options": ["rbind"]}])
 r, _, _ = create("c6", W + "/b6", "c6")
@@ -281,9 +331,12 @@ else:
         check(r.stdout.split()[:1] == ["exited"], "podman inspect: exited", r.stdout)
         r = podman("rm", "long")
         check(r.returncode == 0, "podman rm", r.stderr[-500:])
-        r = podman("run", "--rm", "--network", "none", "-t", "localhost/bb", "true")
-        check(r.returncode != 0 and "terminal" in r.stdout + r.stderr,
-              "podman run -t: refused with the reason", (r.returncode, r.stderr[-800:]))
+        r = podman("run", "--rm", "--network", "none", "-t", "localhost/bb", "sh", "-c",
+                   "if [ -t 0 ] && [ -t 1 ]; then echo all-tty; fi; ls -l /proc/self/fd/1; "
+                   "exit 3")
+        check(r.returncode == 3 and "all-tty" in r.stdout and "/dev/pts/" in r.stdout,
+              "podman run -t: the process has a terminal, its output and status",
+              (r.returncode, r.stdout[-400:], r.stderr[-800:]))
         # Figures, side by side in this run: podman with husk-runc and with runc
         # (a container, not a VM), and husk run --image on the same root.
         def median_s(fn, n=3):

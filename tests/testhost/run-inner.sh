@@ -146,6 +146,13 @@ run "--hostname names the job's machine" 0 --hostname box-7.example -- sh -c 'ho
 same "hostname says box-7.example" $W/out "$(printf 'box-7.example\nbox-7.example')"
 run "a bad --hostname is a usage error" 2 --hostname 'a;b' -- true
 has "and says why" $W/err "is not a host name"
+run "--tty: the job's stdio is a terminal" 5 --tty -- sh -c \
+	'if [ -t 0 ] && [ -t 1 ] && [ -t 2 ]; then echo all-tty; fi; ls -l /proc/self/fd/2; echo to-err >&2; exit 5'
+has "stdin, stdout and stderr are ttys" $W/out "all-tty"
+has "a pty of the job's devpts" $W/out "/dev/pts/0"
+has "stderr comes on the terminal, with stdout" $W/out "to-err"
+printf 'hello\n' | "$HUSK" run --tty --stdin -- sh -c 'read l; echo got-$l' >$W/out 2>$W/err
+has "--tty --stdin: what is typed reaches the job" $W/out "got-hello"
 run "without --net the job's network is lo alone" 0 -- sh -c 'tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " "'
 same "only lo" $W/out "lo"
 run "with --net egress the job keeps guest-init's network namespace" 0 --net egress \

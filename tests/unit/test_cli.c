@@ -481,6 +481,18 @@ START_TEST(run_hostname)
 }
 END_TEST
 
+START_TEST(run_tty)
+{
+	ck_assert_int_eq(RUN("--tty", "--stdin", "--", "sh"), 0);
+	ck_assert(ro.job.terminal);
+	ck_assert(ro.job.stdin);
+	ck_assert_int_eq(RUN("--", "sh"), 0);
+	ck_assert(!ro.job.terminal);
+	assert_rejected(RUN("--tty", "--server", "/s", "--", "sh"), "does not go through husk serve");
+	assert_rejected(RUN("--tty", "--session-fd", "3"), "not with --session-fd");
+}
+END_TEST
+
 START_TEST(run_all_options)
 {
 	ck_assert_int_eq(RUN("--kernel", "k", "--rootfs", "r", "--mem", "1024", "--vcpus", "4",
@@ -1131,6 +1143,7 @@ Suite *cli_suite(void)
 	tcase_add_test(tc, run_uid_range_rejected);
 	tcase_add_test(tc, run_image);
 	tcase_add_test(tc, run_hostname);
+	tcase_add_test(tc, run_tty);
 	suite_add_tcase(s, tc);
 	return s;
 }

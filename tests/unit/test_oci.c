@@ -38,6 +38,18 @@ static char *config(const char *process_extra, const char *mounts, const char *l
 	return s;
 }
 
+/* config() with process.terminal set to v (JSON text). */
+static char *with_terminal(const char *v)
+{
+	char *c = config("", "", "", ""), *at = strstr(c, "\"terminal\":false"), *s;
+
+	ck_assert_ptr_nonnull(at);
+	ck_assert_int_gt(asprintf(&s, "%.*s\"terminal\":%s%s", (int)(at - c), c, v,
+				  at + strlen("\"terminal\":false")), 0);
+	free(c);
+	return s;
+}
+
 static int parse(char *text, struct oci_spec *s)
 {
 	int err = oci_spec_parse(text, strlen(text), s);
@@ -74,6 +86,14 @@ START_TEST(runc_spec_becomes_a_job)
 	ck_assert_str_eq(a, "husk run --hold-fd=7 --stdin --image abc123 --timeout=604800 --cwd / "
 			 "--hostname runc --env PATH=/usr/bin:/bin --env TERM=xterm -- sh -c echo hi");
 	ck_assert_str_eq(s.root, "rootfs");
+	ck_assert(!s.terminal);
+	free(a);
+	oci_spec_free(&s);
+	/* podman -t: the job gets a terminal. */
+	ck_assert_int_eq(parse(with_terminal("true"), &s), 0);
+	ck_assert(s.terminal);
+	a = joined(&s);
+	ck_assert_ptr_nonnull(strstr(a, " --hostname runc --tty --env "));
 	free(a);
 	oci_spec_free(&s);
 }
@@ -106,7 +126,6 @@ END_TEST
 START_TEST(refusals)
 {
 	static const struct { const char *proc, *mounts, *lin, *ann, *why; } c[] = {
-		{ ",\"terminal\":true", "", "", "", "terminal" },
 		{ "", ",{\"destination\":\"/tmp/workspace/d\",\"type\":\"bind\",\"source\":"
 		  "\"/srv\",\"options\":[\"rbind\"]}", "", "", "writable" },
 		{ "", ",{\"destination\":\"/data\",\"type\":\"bind\",\"source\":\"/srv\","
@@ -121,14 +140,17 @@ START_TEST(refusals)
 		{ "", "", "", "{\"io.husk.timeout\":\"0\"}", "io.husk.timeout" },
 	};
 
-	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
-		struct oci_spec s;
+	struct oci_spec s;
 
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
 		ck_assert_msg(parse(config(c[i].proc, c[i].mounts, c[i].lin, c[i].ann), &s) != 0,
 			      "case %zu was taken", i);
 		ck_assert_msg(strstr(husk_lasterr(), c[i].why), "case %zu: %s", i, husk_lasterr());
 		oci_spec_free(&s);
 	}
+	ck_assert_int_ne(parse(with_terminal("1"), &s), 0);
+	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "process.terminal must be true or false"));
+	oci_spec_free(&s);
 }
 END_TEST
 

@@ -29,6 +29,8 @@ struct job_opts {
 	uint64_t workspace_mib;
 	uint64_t max_output;		/* bytes per stream passed on; the rest is counted */
 	bool stdin;			/* stdin frames follow, else /dev/null */
+	bool terminal;			/* a pty for the job's stdio, its output all stdout */
+	uint16_t rows, cols;		/* the terminal's window, 0: unknown */
 	unsigned nr_put;		/* tar streams sent before the job starts */
 	const char *get[JOB_MAX_GETS];	/* workspace paths sent back after it */
 	unsigned nr_get;

@@ -88,6 +88,7 @@ enum proto_tag {
 	T_JOB_NET_MAC = 18,	/* 6 bytes: eth0's address (a template's clones differ) */
 	T_JOB_SESSION = 19,	/* u8 1: a session: no argv, no gets; P_EXEC etc. follow */
 	T_JOB_HOSTNAME = 20,	/* the job's host name (proto_hostname_ok) */
+	T_JOB_TERMINAL = 21,	/* u32 rows << 16 | columns (0: unknown): a pty, not pipes */
 	/* P_EXIT */
 	T_EXIT_CODE = 32,	/* u32, when the job exited */
 	T_EXIT_SIGNAL = 33,	/* u32, when a signal killed it */

@@ -163,6 +163,8 @@ static int send_job(struct session *s, uint64_t now)
 		tlv_put_str(&b, T_JOB_CWD, j->cwd);
 	if (j->hostname)
 		tlv_put_str(&b, T_JOB_HOSTNAME, j->hostname);
+	if (j->terminal)
+		tlv_put_u32(&b, T_JOB_TERMINAL, (uint32_t)j->rows << 16 | j->cols);
 	tlv_put_u64(&b, T_JOB_TIMEOUT_MS, j->timeout_sec * 1000);
 	tlv_put_u32(&b, T_JOB_WORKSPACE_MIB, (uint32_t)j->workspace_mib);
 	tlv_put_u64(&b, T_JOB_CLOCK_NS, wall_us() * 1000);

@@ -35,6 +35,7 @@
 #include "image/image.h"
 #include "lib/digest.h"
 #include "lib/util.h"
+#include "oci/console.h"
 #include "oci/oci.h"
 #include "oci/spec.h"
 #include "oci/state.h"
@@ -267,8 +268,11 @@ static int write_pid_file(const char *path, pid_t pid)
 	return 0;
 }
 
-/* The container's process: `husk run` holding its job on fifo_fd. */
-static pid_t spawn_container(const struct oci_spec *s, const char *key, int fifo_fd)
+/*
+ * The container's process: `husk run` holding its job on fifo_fd; with a
+ * terminal, tty (the console's slave) is its stdin, stdout and stderr.
+ */
+static pid_t spawn_container(const struct oci_spec *s, const char *key, int fifo_fd, int tty)
 {
 	char exe[PATH_MAX];
 	pid_t pid;
@@ -287,6 +291,8 @@ static pid_t spawn_container(const struct oci_spec *s, const char *key, int fifo
 		int h = fcntl(fifo_fd, F_DUPFD, 3);
 
 		setsid();
+		if (tty >= 0 && (dup2(tty, 0) < 0 || dup2(tty, 1) < 0 || dup2(tty, 2) < 0))
+			h = -1;
 		if (h < 0 || oci_spec_argv(s, key, g.image_dir, h, &argv, &owned)) {
 			fprintf(stderr, "husk oci: %s\n", husk_lasterr());
 			_exit(125);
@@ -348,12 +354,12 @@ static int cmd_create(int argc, char **argv, bool run)
 		{ NULL, 0, NULL, 0 },
 	};
 	bool detach = false;
-	const char *bundle = ".", *pid_file = NULL, *id;
+	const char *bundle = ".", *pid_file = NULL, *console = NULL, *id;
 	char dir[PATH_MAX], path[PATH_MAX], abs_bundle[PATH_MAX], key[128], *text;
 	struct oci_spec s;
 	struct oci_state st = { 0 };
 	size_t len;
-	int c, fifo, err;
+	int c, fifo, err, tty = -1;
 	pid_t pid;
 
 	optind = 1;
@@ -364,6 +370,8 @@ static int cmd_create(int argc, char **argv, bool run)
 			detach = true;
 		else if (c == 'p')
 			pid_file = optarg;
+		else if (c == 'c')
+			console = optarg;
 		else if (c == '?')
 			return oci_err("create: unknown option (husk oci --help)");
 	}
@@ -380,6 +388,11 @@ static int cmd_create(int argc, char **argv, bool run)
 		return oci_err("%s", husk_lasterr());
 	err = oci_spec_parse(text, len, &s);
 	free(text);
+	if (!err && s.terminal && !console)
+		err = husk_seterr(EINVAL, "process.terminal needs --console-socket (the engine's "
+				  "end of the container's terminal)");
+	if (!err && !s.terminal && console)
+		err = husk_seterr(EINVAL, "--console-socket without process.terminal");
 	if (err) {
 		oci_spec_free(&s);
 		return oci_err("%s", husk_lasterr());
@@ -414,8 +427,17 @@ static int cmd_create(int argc, char **argv, bool run)
 		rm_tree_at(AT_FDCWD, dir);
 		return oci_err("cannot make %s: %s", path, strerror(err));
 	}
-	pid = spawn_container(&s, key, fifo);
+	if (s.terminal && (tty = oci_console_open(console)) < 0) {
+		close(fifo);
+		oci_spec_free(&s);
+		image_release(id);
+		rm_tree_at(AT_FDCWD, dir);
+		return oci_err("%s", husk_lasterr());
+	}
+	pid = spawn_container(&s, key, fifo, tty);
 	close(fifo);
+	if (tty >= 0)
+		close(tty);
 	if (pid < 0) {
 		oci_spec_free(&s);
 		image_release(id);

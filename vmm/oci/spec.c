@@ -151,9 +151,7 @@ static int process(json_t *p, struct oci_spec *s)
 		return bad("process is missing (husk runs a container's process)");
 	if (t && !json_is_boolean(t))
 		return bad("process.terminal must be true or false");
-	if (json_is_true(t))
-		return husk_seterr(ENOTSUP, "config.json: a terminal (process.terminal, podman "
-				   "-t) is not supported: husk streams the job's stdout and stderr");
+	s->terminal = json_is_true(t);
 	err = str_array(json_object_get(p, "args"), "process.args", s->args, OCI_MAX_ARGS,
 			&s->nr_args);
 	if (!err && !s->nr_args)
@@ -453,6 +451,8 @@ int oci_spec_argv(const struct oci_spec *s, const char *image, const char *image
 		err = push(&b, "--image-dir") || push(&b, image_dir);
 	if (!err && s->hostname)
 		err = push(&b, "--hostname") || push(&b, s->hostname);
+	if (!err && s->terminal)
+		err = push(&b, "--tty");
 	if (!err && s->mem_mib)
 		err = pushf(&b, "--mem=%" PRIu64, s->mem_mib);
 	if (!err && s->cpu_milli)

@@ -38,6 +38,7 @@ struct oci_spec {
 	unsigned cpu_milli;		/* quota/period in thousandths of a CPU; 0: default */
 	unsigned timeout_s;		/* io.husk.timeout, else OCI_DEFAULT_TIMEOUT_S */
 	bool egress;			/* io.husk.net = egress */
+	bool terminal;			/* process.terminal: a pty (--console-socket) */
 	char *allow[OCI_MAX_ALLOW];	/* io.husk.allow, comma separated */
 	int nr_allow;
 	char *allow_host[OCI_MAX_ALLOW];	/* io.husk.allow-host */
