@@ -1020,18 +1020,16 @@ static int hand_spec(const uint8_t *spec, size_t len, uint32_t tty)
 }
 
 /*
- * A pty in the job's own devpts (its mount namespace, reached through its
- * init's root), for a job with a terminal: its master is guest-init's end
- * of the job's stdin and stdout. Returns the master, -errno.
+ * A pty in the devpts instance that is the job's /dev/pts (guest-init's own
+ * /dev/pts), for a job with a terminal: its master is guest-init's end of
+ * the job's stdin and stdout. Returns the master, -errno.
  */
 static int open_pty(const struct job_spec *js, uint32_t *index)
 {
 	struct winsize ws = { .ws_row = js->rows, .ws_col = js->cols };
-	char path[64];
 	int m, unlock = 0;
 
-	snprintf(path, sizeof(path), "/proc/%d/root/dev/pts/ptmx", (int)pre.pid);
-	m = open(path, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	m = open("/dev/pts/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
 	if (m < 0)
 		return husk_seterr(errno, "open the job's pty: %s", strerror(errno));
 	if (ioctl(m, TIOCSPTLCK, &unlock) || ioctl(m, TIOCGPTN, index) ||

@@ -257,8 +257,9 @@ static void set_title(void)
  * The job's /dev: a tmpfs of its own holding the devices a program expects
  * (the OCI runtime spec's default set), not guest-init's devtmpfs with the
  * root disk, the vsock, the console and the memory devices, whose nodes
- * the job never sees. Terminals come from a devpts instance of its own,
- * POSIX shared memory from a tmpfs at /dev/shm.
+ * the job never sees. Terminals come from the devpts instance guest-init
+ * mounted for the job (it makes a --tty job's pty there), moved aside over
+ * /tmp while /dev is replaced; POSIX shared memory from a tmpfs at /dev/shm.
  */
 #define DEV_SHM_OPTS "mode=1777,size=64m"
 
@@ -280,6 +281,8 @@ static int dev_setup(void)
 	};
 	size_t i;
 
+	if (mount("/dev/pts", "/tmp", NULL, MS_MOVE, NULL))
+		return husk_seterr(errno, "move the job's devpts aside: %s", strerror(errno));
 	/* Gone, not just covered: not even its mount shows. */
 	if (umount2("/dev", MNT_DETACH))
 		return husk_seterr(errno, "unmount guest-init's /dev: %s", strerror(errno));
@@ -294,9 +297,8 @@ static int dev_setup(void)
 			return husk_seterr(errno, "link %s: %s", links[i].path, strerror(errno));
 	if (mkdir("/dev/pts", 0755) || mkdir("/dev/shm", 01777))
 		return husk_seterr(errno, "make the job's /dev directories: %s", strerror(errno));
-	if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
-		  "newinstance,ptmxmode=0666,mode=0620,gid=5"))
-		return husk_seterr(errno, "mount the job's /dev/pts: %s", strerror(errno));
+	if (mount("/tmp", "/dev/pts", NULL, MS_MOVE, NULL))
+		return husk_seterr(errno, "move the job's devpts to /dev/pts: %s", strerror(errno));
 	if (mount("shm", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, DEV_SHM_OPTS))
 		return husk_seterr(errno, "mount the job's /dev/shm: %s", strerror(errno));
 	return 0;

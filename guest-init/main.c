@@ -158,6 +158,13 @@ static void pid1_setup(void)
 	mount_fs("cgroup2", "/sys/fs/cgroup", "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC,
 		 NULL);
 	mount_fs("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=1777");
+	/*
+	 * The job's terminals: the job's init moves this instance into the
+	 * job's /dev, and guest-init makes a job's pty here, in its own
+	 * namespace, whenever the job's init got that far.
+	 */
+	mount_fs("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+		 "newinstance,ptmxmode=0666,mode=0620,gid=5");
 	have_ports = ioperm(HUSK_PORT_EVENT, 8, 1) == 0;
 	if (!have_ports)
 		fprintf(stderr, "husk-init: ioperm: %s (no husk events)\n", strerror(errno));

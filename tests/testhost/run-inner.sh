@@ -137,7 +137,7 @@ run "the job's /dev: the usual devices, terminals and shared memory" 0 -- sh -c 
 	ls -A /dev | tr "\n" " "; echo
 	ls -A /dev/pts | tr "\n" " "; echo
 	echo to-stderr >/dev/stderr; echo to-fd1 >/dev/fd/1; echo shm >/dev/shm/x; cat /dev/shm/x
-	grep -E " /dev(/pts|/shm)? " /proc/mounts | cut -d" " -f2,3 | tr "\n" " "; echo
+	grep -E " /dev(/pts|/shm)? " /proc/mounts | cut -d" " -f2,3 | LC_ALL=C sort | tr "\n" " "; echo
 	head -c 4 /dev/zero | od -An -tx1 | tr -d " "'
 same "none of the VM's devices (disk, vsock, console, memory), the spec's set" $W/out \
 	"$(printf 'fd full null ptmx pts random shm stderr stdin stdout tty urandom zero \nptmx \nto-fd1\nshm\n/dev tmpfs /dev/pts devpts /dev/shm tmpfs \n00000000')"
