@@ -114,6 +114,9 @@ else bad "the file did not come back intact"; fi
 echo "from stdin" >$W/stdin
 "$HUSK" run --template base $T --stdin -- cat <$W/stdin >$W/out 2>$W/err
 has "stdin reaches a clone's job" $W/out "^from stdin$"
+run "a clone's job with a terminal and a host name" 0 run --template base $R --tty \
+	--hostname clone-7 -- sh -c 'if [ -t 0 ] && [ -t 1 ]; then echo "tty $(hostname)"; fi'
+has "its stdio is a terminal, its host name its own" $W/out "^tty clone-7"
 t0=$(date +%s)
 run "--timeout kills a clone's job" 124 run --template base $R --timeout 3 -- sleep 100
 el=$(( $(date +%s) - t0 ))
