@@ -711,6 +711,7 @@ struct job {
 	struct report_rd rep;	/* the init's report */
 	uint64_t force_at;	/* SIGKILL the init if the job has not ended by then */
 	struct feed in;		/* the job's stdin */
+	bool tty;		/* in is the master of the job's terminal */
 	struct stream out[2];
 	int sfd, tfd;
 	struct proto_reader rd;
@@ -797,7 +798,17 @@ static int handle_ctl(struct job *j)
 	int r;
 
 	while ((r = proto_reader_read(&j->rd, cfg.ctl, &h, &p)) == 1) {
-		if (h.type == P_STDIN) {
+		if (h.type == P_STDIN && !h.len && j->tty) {
+			/*
+			 * A terminal has no end of input, only its EOF character:
+			 * typed at the start of a line, the reader's read returns 0.
+			 */
+			static const uint8_t veof = 4;	/* ^D, the default VEOF */
+
+			r = feed_queue(&j->in, &veof, 1);
+			if (!r)
+				r = feed_queue(&j->in, NULL, 0);
+		} else if (h.type == P_STDIN) {
 			r = feed_queue(&j->in, p, h.len);
 		} else if (h.type == P_ERROR) {
 			snprintf(msg, sizeof(msg), "host sent an error: %.*s",
@@ -1067,6 +1078,7 @@ static int spawn(struct job *j, const struct job_spec *js, const uint8_t *spec, 
 		if (j->in.fd >= 0) {
 			close(j->in.fd);
 			j->in.fd = fcntl(m, F_DUPFD_CLOEXEC, 3);
+			j->tty = true;
 		}
 	}
 	j->rep.fd = pre.sp;

@@ -153,6 +153,11 @@ has "a pty of the job's devpts" $W/out "/dev/pts/0"
 has "stderr comes on the terminal, with stdout" $W/out "to-err"
 printf 'hello\n' | "$HUSK" run --tty --stdin -- sh -c 'read l; echo got-$l' >$W/out 2>$W/err
 has "--tty --stdin: what is typed reaches the job" $W/out "got-hello"
+printf 'one\ntwo\n' | "$HUSK" run --tty --stdin --timeout 60 -- sh -c 'cat; echo cat-ended' >$W/out 2>$W/err
+st=$?
+if [ $st = 0 ] && grep -q "cat-ended" $W/out && [ "$(grep -c '^two' $W/out)" = 2 ]; then
+	ok "--tty --stdin: the end of stdin is the terminal's EOF, the job's cat ends"
+else bad "--tty --stdin at the end of stdin: exit $st"; show $W/out $W/err; fi
 run "without --net the job's network is lo alone" 0 -- sh -c 'tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " "'
 same "only lo" $W/out "lo"
 run "with --net egress the job keeps guest-init's network namespace" 0 --net egress \
