@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define PROTO_VERSION 3
+#define PROTO_VERSION 4
 #define PROTO_VSOCK_PORT 1024		/* guest-init connects here on the host */
 #define PROTO_HDR_LEN 8
 #define PROTO_MAX_PAYLOAD (1u << 20)	/* larger frames are rejected */
