@@ -360,7 +360,7 @@ static void read_spec(const struct job_fds *f, struct job_spec *js)
 	close(f->spec);
 	if (!len)
 		_exit(0);
-	if (len < sizeof(uint32_t) + 1 || job_spec_parse(buf + 4, len - 4, js))
+	if (len < sizeof(tty) + 1 || job_spec_parse(buf + sizeof(tty), len - sizeof(tty), js))
 		child_fail(f->errfd);
 	memcpy(&tty, buf, sizeof(tty));
 	if (tty != JOBINIT_NO_TTY) {
