@@ -68,25 +68,23 @@ static void child_fail(int line, const char *what)
 }
 
 /*
- * Fork; the child redirects stderr to a memfd, sets HUSK_SECCOMP (NULL:
- * unset), registers the report buffer, runs body(arg) and exits with 0.
- * Returns what happened.
+ * Fork; the child redirects stderr to a memfd (*efd), sets HUSK_SECCOMP
+ * (NULL: unset), registers the report buffer, runs body(arg) and exits
+ * with 0. Returns the child; collect() waits for it.
  */
-static void spawn(const char *env, void (*body)(const void *), const void *arg,
-		  struct outcome *o)
+static pid_t spawn_child(const char *env, void (*body)(const void *), const void *arg, int *efd)
 {
-	int efd = memfd_create("stderr", 0);
 	pid_t pid;
-	ssize_t n;
 
-	ck_assert_int_ge(efd, 0);
+	*efd = memfd_create("stderr", 0);
+	ck_assert_int_ge(*efd, 0);
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	ck_assert_ptr_ne(sh, MAP_FAILED);
 	memset(sh, 0, sizeof(*sh));
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
-		dup2(efd, STDERR_FILENO);
+		dup2(*efd, STDERR_FILENO);
 		if (env)
 			setenv("HUSK_SECCOMP", env, 1);
 		else
@@ -95,6 +93,14 @@ static void spawn(const char *env, void (*body)(const void *), const void *arg,
 		body(arg);
 		_exit(0);
 	}
+	return pid;
+}
+
+/* The child's end: its status, report, failure note and stderr. */
+static void collect(pid_t pid, int efd, struct outcome *o)
+{
+	ssize_t n;
+
 	memset(o, 0, sizeof(*o));
 	ck_assert_int_eq(waitpid(pid, &o->status, 0), pid);
 	memcpy(o->report, sh->report, sizeof(o->report));
@@ -104,6 +110,16 @@ static void spawn(const char *env, void (*body)(const void *), const void *arg,
 	close(efd);
 	munmap(sh, sizeof(*sh));
 	sh = NULL;
+}
+
+/* spawn_child() and collect(): what happened. */
+static void spawn(const char *env, void (*body)(const void *), const void *arg,
+		  struct outcome *o)
+{
+	int efd;
+	pid_t pid = spawn_child(env, body, arg, &efd);
+
+	collect(pid, efd, o);
 }
 
 struct confined {
@@ -638,24 +654,12 @@ static void stop_body(const void *arg)
 START_TEST(stopped_and_continued)
 {
 	struct timespec pause = { 0, 50 * 1000 * 1000 };
+	struct outcome o;
 	int efd, status, k;
 	pid_t pid;
 
 	for (k = 0; k < SECCOMP_KIND__COUNT; k++) {
-		efd = memfd_create("stderr", 0);
-		sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-			  -1, 0);
-		ck_assert_ptr_ne(sh, MAP_FAILED);
-		memset(sh, 0, sizeof(*sh));
-		pid = fork();
-		ck_assert_int_ge(pid, 0);
-		if (pid == 0) {
-			dup2(efd, STDERR_FILENO);
-			unsetenv("HUSK_SECCOMP");
-			seccomp_set_report(sh->report, sizeof(sh->report));
-			stop_body(&k);
-			_exit(0);
-		}
+		pid = spawn_child(NULL, stop_body, &k, &efd);
 		while (!sh->sleeping)
 			nanosleep(&pause, NULL);
 		nanosleep(&pause, NULL);
@@ -663,13 +667,10 @@ START_TEST(stopped_and_continued)
 		ck_assert_int_eq(waitpid(pid, &status, WUNTRACED), pid);
 		ck_assert(WIFSTOPPED(status));
 		ck_assert_int_eq(kill(pid, SIGCONT), 0);
-		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		collect(pid, efd, &o);
+		ck_assert_msg(WIFEXITED(o.status) && WEXITSTATUS(o.status) == 0,
 			      "%s: status 0x%x after SIGSTOP/SIGCONT (%s; %s)",
-			      seccomp_kind_name(k), status, sh->report, sh->why);
-		close(efd);
-		munmap(sh, sizeof(*sh));
-		sh = NULL;
+			      seccomp_kind_name(k), o.status, o.report, o.why);
 	}
 }
 END_TEST
