@@ -712,6 +712,7 @@ struct job {
 	uint64_t force_at;	/* SIGKILL the init if the job has not ended by then */
 	struct feed in;		/* the job's stdin */
 	bool tty;		/* in is the master of the job's terminal */
+	bool term;		/* the job has a terminal: out[0] is its master */
 	struct stream out[2];
 	int sfd, tfd;
 	struct proto_reader rd;
@@ -810,6 +811,14 @@ static int handle_ctl(struct job *j)
 				r = feed_queue(&j->in, NULL, 0);
 		} else if (h.type == P_STDIN) {
 			r = feed_queue(&j->in, p, h.len);
+		} else if (h.type == P_RESIZE && j->term && h.len == 4) {
+			uint32_t v = le32_get(p);
+			struct winsize ws = { .ws_row = v >> 16, .ws_col = v & 0xffff };
+
+			/* The kernel tells the job's foreground group (SIGWINCH). */
+			if (j->out[0].fd >= 0)
+				ioctl(j->out[0].fd, TIOCSWINSZ, &ws);
+			r = 0;
 		} else if (h.type == P_ERROR) {
 			snprintf(msg, sizeof(msg), "host sent an error: %.*s",
 				 (int)(h.len < 100 ? h.len : 100), p ? (char *)p : "");
@@ -1075,6 +1084,7 @@ static int spawn(struct job *j, const struct job_spec *js, const uint8_t *spec, 
 			return m;
 		close(pre.out);
 		j->out[0].fd = m;
+		j->term = true;
 		if (j->in.fd >= 0) {
 			close(j->in.fd);
 			j->in.fd = fcntl(m, F_DUPFD_CLOEXEC, 3);

@@ -178,6 +178,36 @@ f, rc, c, _ = run(job('sh', '-c', 'cat; echo done', extra=tlv(T_JOB_STDIN, b'\1'
 check('stdin reaches the job, EOF ends it', streams(f)[0] == b'hello world\ndone\n' and
       u(exit_rec(f).get(T_EXIT_CODE, b'\1')) == 0, streams(f))
 
+# 3b. a terminal: its window at the start, P_RESIZE changes it before the next line
+T_JOB_TERMINAL, P_RESIZE = 21, 25
+
+
+early = []
+
+
+def resize(c):
+    # Only once the job has printed its first window.
+    while b'ready' not in b''.join(p for t, p in early if t == P_STDOUT):
+        early.append(c.recv())
+    c.send(P_RESIZE, struct.pack('<I', 33 << 16 | 111))
+    c.send(P_STDIN, b'go\r')
+    c.send(P_STDIN, b'')
+
+
+f, rc, c, _ = run(job('sh', '-c', 'stty size; echo ready; read x; stty size',
+                      extra=tlv(T_JOB_STDIN, b'\1') +
+                      tlv(T_JOB_TERMINAL, struct.pack('<I', 24 << 16 | 80))),
+                  after_start=resize)
+f[1:1] = early
+out = streams(f)[0].decode(errors='replace').replace('\r', '')
+check('a terminal job starts with its window, P_RESIZE sets a new one',
+      re.search(r'^24 80$.*^ready$.*^33 111$', out, re.M | re.S) is not None and
+      u(exit_rec(f).get(T_EXIT_CODE, b'\1')) == 0, (out, exit_rec(f), c.err[-300:]))
+f, rc, c, _ = run(job('sh', '-c', 'cat', extra=tlv(T_JOB_STDIN, b'\1')),
+                  after_start=lambda c: c.send(P_RESIZE, struct.pack('<I', 1 << 16 | 1)))
+check('P_RESIZE to a job without a terminal: a protocol error',
+      P_ERROR in types(f) and P_EXIT not in types(f), (types(f), c.err[-300:]))
+
 # 4. without T_JOB_STDIN the job reads /dev/null
 f, rc, c, _ = run(job('sh', '-c', 'cat; echo eof'))
 check('stdin is /dev/null by default', streams(f)[0] == b'eof\n', streams(f))

@@ -104,9 +104,9 @@ START_TEST(hdr_unknown_type)
 		P_HELLO, P_STARTED, P_STDOUT, P_STDERR, P_EXIT, P_FILES_OUT, P_DONE,
 		P_JOB, P_STDIN, P_FILES_IN, P_ERROR,
 		P_XSTARTED, P_XOUT, P_XEXIT, P_XFILES, P_XDONE, P_XERROR,
-		P_EXEC, P_XSTDIN, P_XSIGNAL, P_PUT, P_GET, P_END,
+		P_EXEC, P_XSTDIN, P_XSIGNAL, P_PUT, P_GET, P_END, P_RESIZE,
 	};
-	static const uint16_t unknown[] = { 0, 14, 15, 25, 31, 33, 0xffff };
+	static const uint16_t unknown[] = { 0, 14, 15, 26, 31, 33, 0xffff };
 	uint8_t b[PROTO_HDR_LEN];
 	struct proto_hdr h;
 	unsigned i;

@@ -317,6 +317,49 @@ START_TEST(one_shot_stdin)
 }
 END_TEST
 
+/*
+ * A terminal's window: the one asked for before the job runs is sent at
+ * STARTED (the job waits for a line, then looks); a job without a terminal
+ * gets none (guest-init would end the conversation).
+ */
+START_TEST(one_shot_resize)
+{
+	static char *argv[] = { "sh", "-c", "read x; stty size" };
+	static char *plain[] = { "sh", "-c", "cat" };
+	struct conv c = { 0 };
+
+	if (!have_init())
+		return;
+	job_defaults(&c.job, argv, 3);
+	c.job.stdin = true;
+	c.job.terminal = true;
+	c.job.rows = 24;
+	c.job.cols = 80;
+	conv_start(&c);
+	ck_assert_int_eq(session_resize(&c.s, 40, 120, now_us()), 0);
+	ck_assert_int_eq(session_resize(&c.s, 33, 111, now_us()), 0);
+	conv_run(&c, wants_stdin);
+	ck_assert_int_eq(session_stdin(&c.s, "go\r", 3, now_us()), 0);
+	conv_run(&c, NULL);
+	ck_assert_msg(!c.stopped, "stopped: %s", c.s.r.error);
+	ck_assert_ptr_nonnull(strstr((char *)c.out.p, "33 111"));
+	ck_assert_uint_eq(c.s.r.exit.code, 0);
+	ck_assert_int_eq(conv_end(&c), 0);
+
+	memset(&c, 0, sizeof(c));
+	job_defaults(&c.job, plain, 3);
+	c.job.stdin = true;
+	conv_start(&c);
+	conv_run(&c, wants_stdin);
+	ck_assert_int_eq(session_resize(&c.s, 33, 111, now_us()), 0);
+	ck_assert_int_eq(session_stdin(&c.s, NULL, 0, now_us()), 0);
+	conv_run(&c, NULL);
+	ck_assert_msg(!c.stopped, "stopped: %s", c.s.r.error);
+	ck_assert_uint_eq(c.s.r.exit.code, 0);
+	ck_assert_int_eq(conv_end(&c), 0);
+}
+END_TEST
+
 static int collect(void *arg, const void *p, size_t n)
 {
 	buf_add(arg, p, n);
@@ -582,6 +625,7 @@ Suite *session_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, one_shot_streams_and_status);
 	tcase_add_test(tc, one_shot_stdin);
+	tcase_add_test(tc, one_shot_resize);
 	tcase_add_test(tc, one_shot_put_and_get);
 	tcase_add_test(tc, one_shot_output_cap);
 	tcase_add_test(tc, one_shot_timeout);

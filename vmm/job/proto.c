@@ -97,7 +97,7 @@ bool proto_type_known(uint16_t type)
 	case P_JOB: case P_STDIN: case P_FILES_IN:
 	case P_XSTARTED: case P_XOUT: case P_XEXIT: case P_XFILES: case P_XDONE:
 	case P_XERROR: case P_EXEC: case P_XSTDIN: case P_XSIGNAL: case P_PUT:
-	case P_GET: case P_END:
+	case P_GET: case P_END: case P_RESIZE:
 	case P_ERROR:
 		return true;
 	}

@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define PROTO_VERSION 4
+#define PROTO_VERSION 5
 #define PROTO_VSOCK_PORT 1024		/* guest-init connects here on the host */
 #define PROTO_HDR_LEN 8
 #define PROTO_MAX_PAYLOAD (1u << 20)	/* larger frames are rejected */
@@ -62,6 +62,8 @@ enum proto_type {
 	P_PUT = 22,		/* chunk of a gzip'd tar into the workspace; the id alone = end */
 	P_GET = 23,		/* workspace-relative path to archive and send back */
 	P_END = 24,		/* no id, empty: end the session */
+	/* host -> guest, one-shot job with T_JOB_TERMINAL */
+	P_RESIZE = 25,		/* u32 rows << 16 | columns: the terminal's new window */
 	/* either way */
 	P_ERROR = 32,		/* UTF-8 message; the sender stops after it */
 };

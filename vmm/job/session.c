@@ -113,6 +113,8 @@ static int send_id_frame(struct session *s, uint16_t type, uint32_t id, const vo
 	return err;
 }
 
+static int send_resize(struct session *s, uint64_t now);
+
 /* ---- the job spec ---- */
 
 /*
@@ -515,6 +517,8 @@ int session_frame(struct session *s, const struct proto_hdr *h, uint8_t **pp, ui
 		read_steps(s, p, h->len);
 		if (s->ops.started)
 			s->ops.started(s->ops.arg);
+		if (s->winsz)
+			return send_resize(s, now);
 		return 0;
 	case P_STDOUT:
 	case P_STDERR:
@@ -585,6 +589,29 @@ int session_stdin(struct session *s, const void *p, size_t n, uint64_t now)
 	if (err)
 		fail(s, "%s", husk_lasterr());
 	return err;
+}
+
+static int send_resize(struct session *s, uint64_t now)
+{
+	uint8_t b[4];
+	int err;
+
+	le32_put(b, s->winsz);
+	s->winsz = 0;
+	err = send_frame(s, P_RESIZE, b, sizeof(b), now);
+	if (err)
+		fail(s, "%s", husk_lasterr());
+	return err;
+}
+
+int session_resize(struct session *s, uint16_t rows, uint16_t cols, uint64_t now)
+{
+	if (!s->job->terminal || s->job->session || s->r.job_exited || !rows || !cols ||
+	    s->state > SS_RUNNING)
+		return 0;
+	/* Before the job runs, the last window waits for STARTED. */
+	s->winsz = (uint32_t)rows << 16 | cols;
+	return s->r.job_started ? send_resize(s, now) : 0;
 }
 
 /* A guest-init that stopped talking where it must not: a VM failure. */

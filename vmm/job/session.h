@@ -139,6 +139,7 @@ struct session {
 	unsigned put_idx;		/* one-shot: --put stream being queued */
 	bool put_open, puts_queued;
 	bool stdin_open;		/* one-shot: stdin frames still wanted */
+	uint32_t winsz;			/* one-shot: a window to send at STARTED, 0 none */
 	bool held;			/* HELLO held back (template) */
 	bool waiting;			/* HELLO answered by session_release() only */
 	uint64_t last_rx, last_tx;
@@ -178,6 +179,11 @@ void session_pump(struct session *s, uint64_t now);
 /* One-shot stdin: whether it is wanted now, and a chunk (n == 0: EOF). */
 bool session_wants_stdin(const struct session *s);
 int session_stdin(struct session *s, const void *p, size_t n, uint64_t now);
+/*
+ * A one-shot job's terminal has a new window (P_RESIZE): sent once the job
+ * runs, the last one only if it changed before; ignored without a terminal.
+ */
+int session_resize(struct session *s, uint16_t rows, uint16_t cols, uint64_t now);
 
 /* Stall rules and the deadline (neither applies while the job waits). */
 void session_tick(struct session *s, uint64_t now);

@@ -8,6 +8,7 @@
 #ifndef HUSK_UTIL_H
 #define HUSK_UTIL_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -55,6 +56,8 @@ void write_best_effort(int fd, const void *p, size_t n);
  * SIGTERM, SIGHUP); they must already be blocked in every thread.
  */
 int stop_signalfd(void);
+/* Those signals as a set (a caller that watches one more). */
+void stop_sigset(sigset_t *set);
 
 /* Parse a decimal unsigned integer in [min, max]; -EINVAL/-ERANGE. */
 int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);

@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -22,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -504,12 +506,36 @@ static void work_msg(struct sup *S)
 		stop_vm(S, husk_lasterr());
 }
 
+/*
+ * --tty: our terminal's window changed (SIGWINCH comes to the terminal's
+ * foreground group, which is us, not the VM process in its own session).
+ * A lost message only loses a resize, so it is never waited for.
+ */
+static void pass_window(struct sup *S)
+{
+	struct chan_hdr h = { .type = CHAN_RESIZE };
+	uint8_t buf[sizeof(h) + 4];
+	struct winsize ws;
+
+	if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws))
+		return;
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + sizeof(h), &ws.ws_row, 2);
+	memcpy(buf + sizeof(h) + 2, &ws.ws_col, 2);
+	if (S->chan >= 0)
+		send(S->chan, buf, sizeof(buf), MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
 static void on_signal(struct sup *S)
 {
 	struct signalfd_siginfo si;
 
 	if (read(S->sfd, &si, sizeof(si)) != sizeof(si))
 		return;
+	if (si.ssi_signo == SIGWINCH) {
+		pass_window(S);
+		return;
+	}
 	if (!S->r->signal)
 		S->r->signal = si.ssi_signo;
 	S->stopping = true;
@@ -885,6 +911,15 @@ static int prepare(struct sup *S)
 			return err;
 	}
 	S->sfd = stop_signalfd();
+	if (S->sfd >= 0 && S->o->job.terminal) {
+		sigset_t set;
+
+		/* --tty: window changes come in with the stop signals. */
+		stop_sigset(&set);
+		sigaddset(&set, SIGWINCH);
+		pthread_sigmask(SIG_BLOCK, &set, NULL);
+		signalfd(S->sfd, &set, 0);
+	}
 	return 0;
 }
 

@@ -43,6 +43,7 @@
 enum chan_down {
 	CHAN_GO = 1,		/* the VM process is in its cgroup: go on */
 	CHAN_STOP,		/* stop the VM; payload: the reason (text) */
+	CHAN_RESIZE,		/* the job's terminal: idx unused, u16 rows, u16 cols */
 };
 
 /* VM process -> supervisor. */

@@ -166,7 +166,10 @@ static bool busy(const struct rvm *R)
 	return chan_busy(R) || R->xpend;
 }
 
-/* CHAN_STOP from the supervisor (an egress anomaly, a --get it refused). */
+/*
+ * CHAN_STOP from the supervisor (an egress anomaly, a --get it refused), or
+ * CHAN_RESIZE (its terminal's new window).
+ */
 static void on_chan(struct rvm *R)
 {
 	uint8_t buf[512];
@@ -174,6 +177,14 @@ static void on_chan(struct rvm *R)
 
 	if (!n)
 		return;
+	if (n == sizeof(struct chan_hdr) + 4 && buf[0] == CHAN_RESIZE) {
+		uint16_t rows, cols;
+
+		memcpy(&rows, buf + sizeof(struct chan_hdr), 2);
+		memcpy(&cols, buf + sizeof(struct chan_hdr) + 2, 2);
+		session_resize(&R->sess, rows, cols, now_us());
+		return;
+	}
 	if (n < 0 || buf[0] != CHAN_STOP) {
 		/* The supervisor died or spoke nonsense: nobody is left to report to. */
 		vm_stop(R->vm, VM_STOP_HOST_ERROR, 0, "lost the supervisor");
