@@ -12,14 +12,17 @@
 # when they were brought in.
 #   oci_inner.py BUILDDIR BUNDLE_ROOTFS RUNC|- PODMAN|- ROOTFS_TAR CONTAINERD|- SLURM|-
 import ctypes
+import fcntl
 import json
 import select
 import socket
+import struct
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import termios
 import time
 
 B, ROOTFS = sys.argv[1], sys.argv[2]
@@ -177,21 +180,45 @@ check(r.returncode == 3 and open(o + ".out").read().startswith("out\n") and
       (r.returncode, open(o + ".err").read()[-500:]))
 
 # ---- kill: SIGTERM stops a running container; delete needs --force while it runs
-spec(W + "/b2", ["sh", "-c", "echo up; sleep 120"])
+spec(W + "/b2", ["sh", "-c", "echo up; i=0; while [ $i -lt 600 ]; do echo t$i; i=$((i+1)); "
+                 "sleep 0.2; done"])
 r, pid, o = create("c2", W + "/b2", "c2")
 runtime("start", "c2")
 end = time.monotonic() + 120
-while time.monotonic() < end and "up" not in open(o + ".out").read():
+while time.monotonic() < end and "t3" not in open(o + ".out").read():
     time.sleep(0.1)
 check("up" in open(o + ".out").read(), "a long job runs", open(o + ".err").read()[-500:])
+
+# ---- pause and resume: the VM stands still, then goes on
+r = runtime("pause", "c2")
+time.sleep(1)       # what was already on its way
+n1 = open(o + ".out").read().count("\n")
+time.sleep(3)
+n2 = open(o + ".out").read().count("\n")
+check(r.returncode == 0 and state("c2").get("status") == "paused" and n1 == n2,
+      "pause: the state is paused and the job makes no progress", (r.stderr, state("c2"), n1, n2))
+r2 = runtime("pause", "c2")
+check(r2.returncode != 0 and "paused" in r2.stderr, "pause of a paused container: refused",
+      r2.stderr)
+r = runtime("resume", "c2")
+end = time.monotonic() + 60
+while time.monotonic() < end and open(o + ".out").read().count("\n") < n2 + 3:
+    time.sleep(0.1)
+check(r.returncode == 0 and state("c2").get("status") == "running" and
+      open(o + ".out").read().count("\n") >= n2 + 3, "resume: running again, the job goes on",
+      (r.stderr, state("c2")))
+r = runtime("resume", "c2")
+check(r.returncode != 0 and "not paused" in r.stderr, "resume of a running container: refused",
+      r.stderr)
 r = runtime("delete", "c2")
 check(r.returncode != 0 and "running" in r.stderr and state("c2").get("status") == "running",
       "delete of a running container: refused, it runs on", r.stderr)
+rp = runtime("pause", "c2")
 r = runtime("kill", "c2", "SIGTERM")
 t0 = time.monotonic()
 code = reap(pid, 60)
-check(r.returncode == 0 and code == 128 + signal.SIGTERM,
-      "kill SIGTERM: the container stops (exit 143)", (r.stderr, code))
+check(rp.returncode == 0 and r.returncode == 0 and code == 128 + signal.SIGTERM,
+      "kill SIGTERM: the container stops, paused as it was (exit 143)", (rp.stderr, r.stderr, code))
 check(time.monotonic() - t0 < 30, "... promptly")
 r = runtime("kill", "c2", "KILL")
 check(r.returncode != 0 and "not running" in r.stderr, "kill of a stopped container: refused",
@@ -228,8 +255,12 @@ check(any(json.loads(x).get("level") == "error" and "terminal" in json.loads(x).
           for x in log), "the error is in --log as JSON", log[-3:])
 
 # ---- a terminal: the master over --console-socket, as conmon takes it
+# After the line, the window the engine set meanwhile must reach the guest.
 spec(W + "/b7", ["sh", "-c", "if [ -t 0 ] && [ -t 1 ] && [ -t 2 ]; then echo all-tty; fi; "
-                 "ls -l /proc/self/fd/0; read line; echo got-$line; exit 4"], terminal=True)
+                 "ls -l /proc/self/fd/0; read line; echo got-$line; i=0; "
+                 "while [ \"$(stty size)\" != '33 111' ] && [ $i -lt 100 ]; do "
+                 "sleep 0.2; i=$((i+1)); done; echo \"size-$(stty size)\"; exit 4"],
+     terminal=True)
 srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 srv.bind(W + "/console.sock")
 srv.listen(1)
@@ -251,7 +282,7 @@ if master >= 0:
     seen = b""
     end = time.monotonic() + 120
     sent = False
-    while time.monotonic() < end and b"got-" not in seen:
+    while time.monotonic() < end and b"size-" not in seen:
         rd, _, _ = select.select([master], [], [], 1)
         if rd:
             try:
@@ -263,12 +294,16 @@ if master >= 0:
             seen += chunk
         # The guest's line discipline turns the terminal's CR into a newline.
         if not sent and b"/dev/pts/" in seen:
+            # As conmon does when its user's terminal changes.
+            fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 33, 111, 0, 0))
             os.write(master, b"hello\r")
             sent = True
     code = reap(pid)
     check(b"all-tty" in seen and b"/dev/pts/" in seen,
           "the process's stdin, stdout and stderr are a terminal in the guest", seen[-400:])
     check(b"got-hello" in seen, "what the engine types reaches the process, echoed", seen[-400:])
+    check(b"size-33 111" in seen, "the engine's resize of its master reaches the guest's pty",
+          seen[-400:])
     check(code == 4, "the terminal's container exits 4", code)
     os.close(master)
 srv.close()
@@ -324,6 +359,14 @@ else:
         check(r.returncode == 0, "podman run -d", r.stderr[-1500:])
         r = podman("ps", "--format", "{{.Names}} {{.Status}}")
         check("long Up" in r.stdout, "podman ps: it is up", (r.stdout, r.stderr[-500:]))
+        r = podman("pause", "long")
+        ri = podman("inspect", "--format", "{{.State.Status}}", "long")
+        check(r.returncode == 0 and ri.stdout.strip() == "paused",
+              "podman pause: the container is paused", (r.stderr[-800:], ri.stdout))
+        r = podman("unpause", "long")
+        ri = podman("inspect", "--format", "{{.State.Status}}", "long")
+        check(r.returncode == 0 and ri.stdout.strip() == "running",
+              "podman unpause: running again", (r.stderr[-800:], ri.stdout))
         t0 = time.monotonic()
         r = podman("stop", "-t", "5", "long", timeout=120)
         check(r.returncode == 0 and time.monotonic() - t0 < 60, "podman stop", r.stderr[-1500:])

@@ -705,23 +705,64 @@ START_TEST(stale_groups_removed_live_kept)
 }
 END_TEST
 
+/* On v2, a group of ours and the parts of its name: owner, start time, pid namespace. */
+static void v2_group(struct husk_cgroup *live, int *pid, unsigned long long *start,
+		     unsigned long long *ns)
+{
+	unsigned seq;
+
+	layout_v2("cpu memory pids\n");
+	ck_assert_int_eq(cgroup_create(live, &std_limits), 0);
+	ck_assert_int_eq(sscanf(live->name, "vm-%d-%llu-%u-%llu", pid, start, &seq, ns), 4);
+}
+
 START_TEST(stale_on_v2)
 {
 	const char *c2 = "root/sys/fs/cgroup";
 	unsigned long long start, ns;
 	struct husk_cgroup live;
 	char rel[200];
-	unsigned seq;
 	int pid;
 
-	layout_v2("cpu memory pids\n");
-	ck_assert_int_eq(cgroup_create(&live, &std_limits), 0);
-	ck_assert_int_eq(sscanf(live.name, "vm-%d-%llu-%u-%llu", &pid, &start, &seq, &ns), 4);
+	v2_group(&live, &pid, &start, &ns);
 	snprintf(rel, sizeof(rel), "/sys/fs/cgroup/husk/vm-999999999-1-0-%llu", ns);
 	fake_dir(rel, "cgroup.procs", "cgroup.kill", NULL);
 	ck_assert_int_eq(cgroup_clean_stale(), 1);
 	ck_assert(!exists("%s/root%s", tmp, rel));
 	ck_assert(exists("%s/%s/husk/%s", tmp, c2, live.name));
+	ck_assert_int_eq(cgroup_destroy(&live), 0);
+}
+END_TEST
+
+/* husk oci pause: the group a husk process made, found by its owner, frozen and thawed. */
+START_TEST(freeze_owned_group)
+{
+	unsigned long long start, ns;
+	struct husk_cgroup live;
+	char rel[200];
+	int pid;
+
+	v2_group(&live, &pid, &start, &ns);
+	ck_assert_int_eq(pid, getpid());
+	snprintf(rel, sizeof(rel), "/sys/fs/cgroup/husk/%s/cgroup.freeze", live.name);
+	fake_write(rel, "0\n");
+	snprintf(rel, sizeof(rel), "/sys/fs/cgroup/husk/%s/cgroup.events", live.name);
+	fake_write(rel, "populated 1\nfrozen 0\n");
+	ck_assert_int_eq(cgroup_owned_frozen(pid, start), 0);
+	/* The kernel reports it frozen: the freeze is done. */
+	fake_write(rel, "populated 1\nfrozen 1\n");
+	ck_assert_int_eq(cgroup_owned_freeze(pid, start, true), 0);
+	ck_assert_str_eq(get("%s/root/sys/fs/cgroup/husk/%s/cgroup.freeze", tmp, live.name), "1");
+	ck_assert_int_eq(cgroup_owned_frozen(pid, start), 1);
+	fake_write(rel, "populated 1\nfrozen 0\n");
+	ck_assert_int_eq(cgroup_owned_freeze(pid, start, false), 0);
+	ck_assert_str_eq(get("%s/root/sys/fs/cgroup/husk/%s/cgroup.freeze", tmp, live.name), "0");
+	/* Another process's start time, another owner: no group of theirs. */
+	ck_assert_int_eq(cgroup_owned_freeze(pid, start + 1, true), -ENOENT);
+	ck_assert_int_eq(cgroup_owned_frozen(pid + 1, start), -ENOENT);
+	/* A kernel without the freezer has no "frozen" key. */
+	fake_write(rel, "populated 1\n");
+	ck_assert_int_eq(cgroup_owned_frozen(pid, start), -ENOTSUP);
 	ck_assert_int_eq(cgroup_destroy(&live), 0);
 }
 END_TEST
@@ -758,6 +799,7 @@ Suite *cgroup_suite(void)
 	tcase_add_test(tc, missing_hierarchies);
 	tcase_add_test(tc, failed_write_rolls_back);
 	tcase_add_test(tc, mountinfo_details);
+	tcase_add_test(tc, freeze_owned_group);
 	tcase_add_test(tc, stale_groups_removed_live_kept);
 	tcase_add_test(tc, stale_on_v2);
 	tcase_add_test(tc, limits_for_vm_defaults);

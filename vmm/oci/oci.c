@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -39,6 +40,7 @@
 #include "oci/oci.h"
 #include "oci/spec.h"
 #include "oci/state.h"
+#include "sandbox/cgroup.h"
 
 static struct {
 	const char *root;
@@ -63,6 +65,8 @@ static const char usage[] =
 	"                      delete it, and exit with its status\n"
 	"  state ID            the container's state as JSON\n"
 	"  kill ID [SIGNAL]    signal the container (default SIGTERM)\n"
+	"  pause ID            freeze the container's VM (its cgroup v2 group)\n"
+	"  resume ID           let a paused container's VM run again\n"
 	"  delete [--force] ID remove a stopped (with --force, any) container\n"
 	"  features            what this runtime supports, as JSON\n"
 	"  list                the containers under --root\n"
@@ -291,7 +295,13 @@ static pid_t spawn_container(const struct oci_spec *s, const char *key, int fifo
 		int h = fcntl(fifo_fd, F_DUPFD, 3);
 
 		setsid();
-		if (tty >= 0 && (dup2(tty, 0) < 0 || dup2(tty, 1) < 0 || dup2(tty, 2) < 0))
+		/*
+		 * The console is our controlling terminal: the engine's resizes
+		 * of its master reach husk run as SIGWINCH, and its hang-up as
+		 * SIGHUP.
+		 */
+		if (tty >= 0 && (dup2(tty, 0) < 0 || dup2(tty, 1) < 0 || dup2(tty, 2) < 0 ||
+				 ioctl(0, TIOCSCTTY, 0)))
 			h = -1;
 		if (h < 0 || oci_spec_argv(s, key, g.image_dir, h, &argv, &owned)) {
 			fprintf(stderr, "husk oci: %s\n", husk_lasterr());
@@ -588,6 +598,36 @@ static int cmd_kill(int argc, char **argv)
 	return 0;
 }
 
+/*
+ * pause and resume: the VM process's cgroup (v2) is frozen, so its vCPUs
+ * and its event loop stop where they are; husk run's supervisor, outside
+ * that group, still passes on kill's signals, and a fatal one ends a
+ * frozen VM too. Time goes on meanwhile: a --timeout counts it.
+ */
+static int cmd_pause(int argc, char **argv, bool pause)
+{
+	const char *what = pause ? "pause" : "resume";
+	char dir[PATH_MAX];
+	struct oci_state st;
+	enum oci_status now;
+
+	if (!one_id(argc, argv, what, dir, sizeof(dir)))
+		return 1;
+	if (oci_state_read(dir, &st))
+		return oci_err("%s %s: %s", what, argv[1], husk_lasterr());
+	oci_state_free(&st);
+	now = oci_status(&st);
+	if (pause && now != OCI_RUNNING && now != OCI_CREATED)
+		return oci_err("pause %s: the container is %s, not running", argv[1],
+			       oci_status_name(now));
+	if (!pause && now != OCI_PAUSED)
+		return oci_err("resume %s: the container is %s, not paused", argv[1],
+			       oci_status_name(now));
+	if (cgroup_owned_freeze(st.pid, st.starttime, pause))
+		return oci_err("%s %s: %s", what, argv[1], husk_lasterr());
+	return 0;
+}
+
 /* Wait up to ms for the container's process to be gone. */
 static bool wait_gone(const struct oci_state *st, int ms)
 {
@@ -639,7 +679,7 @@ static int cmd_delete(int argc, char **argv)
 	}
 	oci_state_free(&st);
 	now = oci_status(&st);
-	if (now == OCI_RUNNING && !force)
+	if ((now == OCI_RUNNING || now == OCI_PAUSED) && !force)
 		return oci_err("delete %s: the container is running (stop it, or --force)",
 			       argv[optind]);
 	/* A created container is deleted as runc does: its process goes first. */
@@ -770,6 +810,8 @@ int oci_main(int argc, char **argv)
 		return cmd_kill(argc, argv);
 	if (!strcmp(cmd, "delete"))
 		return cmd_delete(argc, argv);
+	if (!strcmp(cmd, "pause") || !strcmp(cmd, "resume"))
+		return cmd_pause(argc, argv, !strcmp(cmd, "pause"));
 	if (!strcmp(cmd, "features"))
 		return cmd_features();
 	if (!strcmp(cmd, "list"))

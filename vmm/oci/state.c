@@ -14,6 +14,7 @@
 
 #include "lib/util.h"
 #include "oci/state.h"
+#include "sandbox/cgroup.h"
 
 
 int oci_id_check(const char *id)
@@ -154,12 +155,15 @@ enum oci_status oci_status(const struct oci_state *st)
 
 	if (!t || t != st->starttime)
 		return OCI_STOPPED;
+	if (cgroup_owned_frozen(st->pid, st->starttime) == 1)
+		return OCI_PAUSED;
 	return st->started ? OCI_RUNNING : OCI_CREATED;
 }
 
 const char *oci_status_name(enum oci_status s)
 {
-	static const char *const names[] = { "creating", "created", "running", "stopped" };
+	static const char *const names[] = { "creating", "created", "running", "stopped",
+					      "paused" };
 
 	return names[s];
 }

@@ -18,7 +18,8 @@
 #define OCI_ID_MAX 128
 #define OCI_VERSION "1.0.2"
 
-enum oci_status { OCI_CREATING, OCI_CREATED, OCI_RUNNING, OCI_STOPPED };
+/* PAUSED: running (or created) with its VM's group frozen (husk oci pause). */
+enum oci_status { OCI_CREATING, OCI_CREATED, OCI_RUNNING, OCI_STOPPED, OCI_PAUSED };
 
 struct oci_state {
 	char id[OCI_ID_MAX + 1];

@@ -993,3 +993,66 @@ int cgroup_clean_stale(void)
 	free(sl.g);
 	return removed;
 }
+
+/* ---- freezing a VM's group (husk oci pause, resume) ---- */
+
+/* The v2 directory of the group the husk process (owner, start) made, in our pid namespace. */
+static int owned_v2_dir(pid_t owner, unsigned long long start, char *out)
+{
+	unsigned long long my_ns = pidns_ino(), v[4];
+	char parent[CGROUP_PATH_MAX];
+	struct dirent *de;
+	struct layout lo;
+	unsigned i;
+	DIR *d;
+	int err = discover(&lo);
+
+	if (err)
+		return err;
+	for (i = 0; i < lo.n && !lo.h[i].v2; i++)
+		;
+	if (i == lo.n)
+		return husk_seterr(ENOTSUP, "cgroup v2 is not mounted: no freezer for the VM");
+	if (join(parent, lo.h[i].mnt, PARENT) || !(d = opendir(parent)))
+		return husk_seterr(ENOENT, "the VM has no cgroup v2 group to freeze");
+	err = husk_seterr(ENOENT, "the VM has no cgroup v2 group to freeze");
+	while ((de = readdir(d)))
+		if (parse_name(de->d_name, v) && v[0] == (unsigned long long)owner &&
+		    v[1] == start && v[3] == my_ns) {
+			err = join(out, parent, de->d_name);
+			break;
+		}
+	closedir(d);
+	return err;
+}
+
+int cgroup_owned_frozen(pid_t owner, unsigned long long start)
+{
+	char dir[CGROUP_PATH_MAX];
+	uint64_t v;
+	int err = owned_v2_dir(owner, start, dir);
+
+	if (!err && read_key(dir, "cgroup.events", "frozen", &v))
+		err = husk_seterr(ENOTSUP, "this kernel's cgroup v2 has no freezer");
+	return err ? err : v != 0;
+}
+
+int cgroup_owned_freeze(pid_t owner, unsigned long long start, bool freeze)
+{
+	char dir[CGROUP_PATH_MAX];
+	int err = owned_v2_dir(owner, start, dir), i;
+
+	if (!err)
+		err = write_file(dir, "cgroup.freeze", freeze ? "1" : "0", false);
+	if (err)
+		return err;
+	/* The write only asks: every task is frozen when cgroup.events says so. */
+	for (i = 0; i < 500; i++) {
+		err = cgroup_owned_frozen(owner, start);
+		if (err < 0 || err == freeze)
+			return err < 0 ? err : 0;
+		sleep_ms(10);
+	}
+	return husk_seterr(ETIMEDOUT, "the VM's group did not %s within 5 s",
+			   freeze ? "freeze" : "thaw");
+}

@@ -171,4 +171,15 @@ struct cgroup_test_hooks {
 };
 void cgroup_set_test_hooks(const struct cgroup_test_hooks *h);
 
+/*
+ * Freeze (or thaw) the v2 group of the VM that the husk process owner,
+ * started at start (field 22 of its stat), made in our pid namespace, and
+ * wait (bounded) until the kernel reports it so; -ENOENT without such a
+ * group, -ENOTSUP without cgroup v2. A frozen VM's vCPUs do not run; a
+ * fatal signal still ends it.
+ */
+int cgroup_owned_freeze(pid_t owner, unsigned long long start, bool freeze);
+/* 1 frozen, 0 not, -errno as above. */
+int cgroup_owned_frozen(pid_t owner, unsigned long long start);
+
 #endif
