@@ -53,12 +53,13 @@ def check(cond, msg, detail=""):
     return cond
 
 
-def runtime(*args, stdout=None, stderr=None, stdin=subprocess.DEVNULL):
+def runtime(*args, stdout=None, stderr=None, stdin=subprocess.DEVNULL, input=None):
     """husk-runc with the global flags an engine passes."""
     cmd = [HUSK, "--root", ROOT, "--log", W + "/runtime.log", "--log-format", "json",
            "--image-dir", IMG] + list(args)
-    return subprocess.run(cmd, stdin=stdin, stdout=stdout or subprocess.PIPE,
-                          stderr=stderr or subprocess.PIPE, text=True, timeout=300)
+    return subprocess.run(cmd, stdin=None if input is not None else stdin, input=input,
+                          stdout=stdout or subprocess.PIPE, stderr=stderr or subprocess.PIPE,
+                          text=True, timeout=300)
 
 
 def spec(bundle, args, env=None, cwd="/", mounts=(), annotations=None, terminal=False,
@@ -210,6 +211,31 @@ check(r.returncode == 0 and state("c2").get("status") == "running" and
 r = runtime("resume", "c2")
 check(r.returncode != 0 and "not paused" in r.stderr, "resume of a running container: refused",
       r.stderr)
+
+
+# ---- update: the CPU quota reaches the VM's cgroup; its memory is fixed
+def vm_cpu_max(pid):
+    for line in open("/proc/mounts"):
+        f = line.split()
+        if f[2] == "cgroup2":
+            for d in os.listdir(f[1] + "/husk"):
+                if d.startswith("vm-%d-" % pid):
+                    return open(f[1] + "/husk/" + d + "/cpu.max").read().strip()
+    return None
+
+
+r = runtime("update", "--cpu-quota", "25000", "--cpu-period", "100000", "c2")
+check(r.returncode == 0 and vm_cpu_max(pid) == "25000 100000",
+      "update --cpu-quota: the VM's cpu.max", (r.stderr, vm_cpu_max(pid)))
+r = runtime("update", "--resources", "-", "c2", input=json.dumps(
+    {"cpu": {"quota": 30000, "period": 100000}, "memory": {"limit": 512 << 20},
+     "pids": {"limit": 100}}))
+check(r.returncode == 0 and vm_cpu_max(pid) == "30000 100000",
+      "update --resources - (as containerd sends it): the quota; the VM's own memory accepted",
+      (r.stderr, vm_cpu_max(pid)))
+r = runtime("update", "--memory", "1g", "c2")
+check(r.returncode != 0 and "fixed" in r.stderr and vm_cpu_max(pid) == "30000 100000",
+      "update --memory to another size: refused, nothing changed", r.stderr)
 r = runtime("delete", "c2")
 check(r.returncode != 0 and "running" in r.stderr and state("c2").get("status") == "running",
       "delete of a running container: refused, it runs on", r.stderr)

@@ -4,6 +4,7 @@
  * container IDs and state files of the runtime.
  */
 #include <fcntl.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,6 +208,39 @@ START_TEST(hostile_configs)
 }
 END_TEST
 
+/* update's resources: what is honoured, what is kept, what is refused. */
+START_TEST(update_resources)
+{
+	uint64_t mib = 7;
+	unsigned milli = 9;
+	json_t *r;
+
+	r = json_loads("{\"cpu\":{\"quota\":25000,\"period\":100000},"
+		       "\"memory\":{\"limit\":268435457},\"pids\":{\"limit\":5}}", 0, NULL);
+	ck_assert_int_eq(oci_spec_resources(r, &mib, &milli), 0);
+	ck_assert_uint_eq(milli, 250);
+	ck_assert_uint_eq(mib, 257);	/* rounded up to whole MiB */
+	json_decref(r);
+	/* Absent, zero or negative: unchanged; a quota without a period is of 100 ms. */
+	mib = 7;
+	r = json_loads("{\"cpu\":{\"quota\":1},\"memory\":{\"limit\":-1}}", 0, NULL);
+	ck_assert_int_eq(oci_spec_resources(r, &mib, &milli), 0);
+	ck_assert_uint_eq(mib, 7);
+	ck_assert_uint_eq(milli, 1);
+	json_decref(r);
+	ck_assert_int_eq(oci_spec_resources(NULL, &mib, &milli), 0);
+	r = json_loads("{\"memory\":{\"limit\":1024}}", 0, NULL);
+	ck_assert_int_eq(oci_spec_resources(r, &mib, &milli), -ERANGE);
+	json_decref(r);
+	r = json_loads("{\"cpu\":{\"quota\":99999999999}}", 0, NULL);
+	ck_assert_int_eq(oci_spec_resources(r, &mib, &milli), -EINVAL);
+	json_decref(r);
+	r = json_loads("[1]", 0, NULL);
+	ck_assert_int_eq(oci_spec_resources(r, &mib, &milli), -EINVAL);
+	json_decref(r);
+}
+END_TEST
+
 START_TEST(ids)
 {
 	ck_assert_int_eq(oci_id_check("abc-DEF_1.2+x"), 0);
@@ -253,6 +287,7 @@ Suite *oci_suite(void)
 	tcase_add_test(tc, refusals);
 	tcase_add_test(tc, engine_netns_needs_husk_egress);
 	tcase_add_test(tc, hostile_configs);
+	tcase_add_test(tc, update_resources);
 	tcase_add_test(tc, ids);
 	tcase_add_test(tc, state_round_trip);
 	suite_add_tcase(s, tc);

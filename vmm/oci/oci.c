@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <limits.h>
 #include <poll.h>
@@ -33,6 +34,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "cli_run.h"
 #include "image/image.h"
 #include "lib/digest.h"
 #include "lib/util.h"
@@ -67,6 +69,8 @@ static const char usage[] =
 	"  kill ID [SIGNAL]    signal the container (default SIGTERM)\n"
 	"  pause ID            freeze the container's VM (its cgroup v2 group)\n"
 	"  resume ID           let a paused container's VM run again\n"
+	"  update [-r FILE|-] [--cpu-quota N] [--cpu-period N] [--memory N] ID\n"
+	"                      a running container's CPU quota (its memory is fixed)\n"
 	"  delete [--force] ID remove a stopped (with --force, any) container\n"
 	"  features            what this runtime supports, as JSON\n"
 	"  list                the containers under --root\n"
@@ -628,6 +632,186 @@ static int cmd_pause(int argc, char **argv, bool pause)
 	return 0;
 }
 
+/* The VM's RAM of a container, as its config.json set it at create. */
+static int config_mem_mib(const struct oci_state *st, uint64_t *mib)
+{
+	char path[PATH_MAX];
+	struct oci_spec spec;
+	size_t len;
+	char *text;
+	int err;
+
+	if (snprintf(path, sizeof(path), "%s/config.json", st->bundle) >= (int)sizeof(path))
+		return husk_seterr(ENAMETOOLONG, "the bundle's path is too long");
+	text = slurp(path, OCI_CONFIG_MAX, &len);
+	if (!text)
+		return -EIO;
+	err = oci_spec_parse(text, len, &spec);
+	*mib = spec.mem_mib ? spec.mem_mib : RUN_DEFAULT_MEM_MIB;
+	oci_spec_free(&spec);
+	free(text);
+	return err;
+}
+
+/* --resources: a LinuxResources object from a file or "-" (stdin), bounded. */
+static json_t *read_resources(const char *path)
+{
+	json_error_t je;
+	json_t *o;
+
+	if (!strcmp(path, "-")) {
+		o = json_loadf(stdin, JSON_REJECT_DUPLICATES, &je);
+	} else {
+		size_t len;
+		char *text = slurp(path, OCI_CONFIG_MAX, &len);
+
+		if (!text)
+			return NULL;
+		o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+		free(text);
+	}
+	if (!o)
+		husk_seterr(EINVAL, "--resources %s: %s (line %d)", path, je.text, je.line);
+	else if (!json_is_object(o)) {
+		json_decref(o);
+		o = NULL;
+		husk_seterr(EINVAL, "--resources %s: not a JSON object", path);
+	}
+	return o;
+}
+
+/* A size as runc takes one: bytes, or with a k, m or g suffix. */
+static int parse_size(const char *s, uint64_t *out)
+{
+	char num[32], *end;
+	size_t n = strlen(s);
+	unsigned shift = 0;
+
+	if (!n || n >= sizeof(num))
+		return -EINVAL;
+	memcpy(num, s, n + 1);
+	end = num + n - 1;
+	if (*end == 'b' || *end == 'B')
+		*end-- = '\0';
+	switch (*end) {
+	case 'k': case 'K': shift = 10; break;
+	case 'm': case 'M': shift = 20; break;
+	case 'g': case 'G': shift = 30; break;
+	}
+	if (shift)
+		*end = '\0';
+	if (parse_u64(num, 0, UINT64_MAX >> 30, out))
+		return -EINVAL;
+	*out <<= shift;
+	return 0;
+}
+
+/*
+ * update: the CPU quota goes to the VM's cgroup (v2) at once. The VM's RAM
+ * is fixed when it boots, so a memory limit is taken only if it is that;
+ * the rest of LinuxResources is the VM's own, as at create (docs/oci.md).
+ */
+static int cmd_update(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "resources", required_argument, NULL, 'r' },
+		{ "cpu-quota", required_argument, NULL, 'q' },
+		{ "cpu-period", required_argument, NULL, 'p' },
+		{ "memory", required_argument, NULL, 'm' },
+		{ "blkio-weight", required_argument, NULL, 'x' },
+		{ "cpu-share", required_argument, NULL, 'x' },
+		{ "cpu-rt-period", required_argument, NULL, 'x' },
+		{ "cpu-rt-runtime", required_argument, NULL, 'x' },
+		{ "cpuset-cpus", required_argument, NULL, 'x' },
+		{ "cpuset-mems", required_argument, NULL, 'x' },
+		{ "kernel-memory", required_argument, NULL, 'x' },
+		{ "kernel-memory-tcp", required_argument, NULL, 'x' },
+		{ "memory-reservation", required_argument, NULL, 'x' },
+		{ "memory-swap", required_argument, NULL, 'x' },
+		{ "pids-limit", required_argument, NULL, 'x' },
+		{ "l3-cache-schema", required_argument, NULL, 'x' },
+		{ "mem-bw-schema", required_argument, NULL, 'x' },
+		{ NULL, 0, NULL, 0 } };
+	const char *res_path = NULL, *id;
+	uint64_t quota = 0, period = 0, mem = 0, vm_mib = 0, mib = 0;
+	unsigned milli = 0;
+	char dir[PATH_MAX];
+	struct oci_state st;
+	enum oci_status now;
+	json_t *res = NULL;
+	int c, err;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+r:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'r':
+			res_path = optarg;
+			break;
+		case 'q':
+			if (parse_u64(optarg, 1, UINT32_MAX, &quota))
+				return oci_err("update: --cpu-quota %s: 1 to %u", optarg, UINT32_MAX);
+			break;
+		case 'p':
+			if (parse_u64(optarg, 1, UINT32_MAX, &period))
+				return oci_err("update: --cpu-period %s: 1 to %u", optarg, UINT32_MAX);
+			break;
+		case 'm':
+			if (parse_size(optarg, &mem))
+				return oci_err("update: --memory %s: bytes, or with k, m or g", optarg);
+			break;
+		case 'x':
+			break;
+		default:
+			return oci_err("update: unknown option");
+		}
+	}
+	if (argc - optind != 1)
+		return oci_err("update: needs one container ID");
+	id = argv[optind];
+	if (oci_id_check(id) || oci_dir(g.root, id, dir, sizeof(dir)))
+		return oci_err("%s", husk_lasterr());
+	if (oci_state_read(dir, &st))
+		return oci_err("update %s: %s", id, husk_lasterr());
+	oci_state_free(&st);
+	now = oci_status(&st);
+	if (now != OCI_RUNNING && now != OCI_PAUSED)
+		return oci_err("update %s: the container is %s, not running", id,
+			       oci_status_name(now));
+	if (res_path && !(res = read_resources(res_path)))
+		return oci_err("update %s: %s", id, husk_lasterr());
+	/* The flags override the file, as runc's do. */
+	if (!res)
+		res = json_object();
+	if (quota || period) {
+		json_t *cpu = json_object_get(res, "cpu");
+
+		if (!json_is_object(cpu)) {
+			cpu = json_object();
+			json_object_set_new(res, "cpu", cpu);
+		}
+		if (quota)
+			json_object_set_new(cpu, "quota", json_integer(quota));
+		if (period)
+			json_object_set_new(cpu, "period", json_integer(period));
+	}
+	if (mem) {
+		json_t *m = json_object();
+
+		json_object_set_new(m, "limit", json_integer(mem));
+		json_object_set_new(res, "memory", m);
+	}
+	err = oci_spec_resources(res, &mib, &milli);
+	json_decref(res);
+	if (err)
+		return oci_err("update %s: %s", id, husk_lasterr());
+	if (mib && (config_mem_mib(&st, &vm_mib) || mib != vm_mib))
+		return oci_err("update %s: a VM's memory is fixed when it boots (%" PRIu64 " MiB "
+			       "asked): a new limit needs a new container", id, mib);
+	if (milli && cgroup_owned_set_cpu(st.pid, st.starttime, milli))
+		return oci_err("update %s: %s", id, husk_lasterr());
+	return 0;
+}
+
 /* Wait up to ms for the container's process to be gone. */
 static bool wait_gone(const struct oci_state *st, int ms)
 {
@@ -812,6 +996,8 @@ int oci_main(int argc, char **argv)
 		return cmd_delete(argc, argv);
 	if (!strcmp(cmd, "pause") || !strcmp(cmd, "resume"))
 		return cmd_pause(argc, argv, !strcmp(cmd, "pause"));
+	if (!strcmp(cmd, "update"))
+		return cmd_update(argc, argv);
 	if (!strcmp(cmd, "features"))
 		return cmd_features();
 	if (!strcmp(cmd, "list"))

@@ -259,16 +259,12 @@ static int mount_one(json_t *m, size_t i, struct oci_spec *s)
 	return 0;
 }
 
-static int linux_part(json_t *l, struct oci_spec *s)
+int oci_spec_resources(json_t *res, uint64_t *mem_mib, unsigned *cpu_milli)
 {
-	json_t *res = json_object_get(l, "resources"), *ns = json_object_get(l, "namespaces");
 	json_t *mem = json_object_get(res, "memory"), *cpu = json_object_get(res, "cpu"), *v;
-	size_t i;
 
-	if (!l)
-		return 0;
-	if (!json_is_object(l))
-		return bad("linux must be an object");
+	if (res && !json_is_object(res))
+		return bad("linux.resources must be an object");
 	v = json_object_get(mem, "limit");
 	if (v && json_is_integer(v) && json_integer_value(v) > 0) {
 		uint64_t mib = ((uint64_t)json_integer_value(v) + (1 << 20) - 1) >> 20;
@@ -277,7 +273,7 @@ static int linux_part(json_t *l, struct oci_spec *s)
 			return husk_seterr(ERANGE, "config.json: a memory limit of %" PRIu64 " MiB: "
 					   "a VM takes %u to %u MiB", mib, CLI_MIN_MEM_MIB,
 					   CLI_MAX_MEM_MIB);
-		s->mem_mib = mib;
+		*mem_mib = mib;
 	}
 	v = json_object_get(cpu, "quota");
 	if (v && json_is_integer(v) && json_integer_value(v) > 0) {
@@ -288,10 +284,26 @@ static int linux_part(json_t *l, struct oci_spec *s)
 
 		if (q > UINT32_MAX || p > UINT32_MAX)
 			return bad("linux.resources.cpu quota or period out of range");
-		s->cpu_milli = (q * 1000 + p - 1) / p;
-		if (!s->cpu_milli)
-			s->cpu_milli = 1;
+		*cpu_milli = (q * 1000 + p - 1) / p;
+		if (!*cpu_milli)
+			*cpu_milli = 1;
 	}
+	return 0;
+}
+
+static int linux_part(json_t *l, struct oci_spec *s)
+{
+	json_t *ns = json_object_get(l, "namespaces"), *v;
+	size_t i;
+	int err;
+
+	if (!l)
+		return 0;
+	if (!json_is_object(l))
+		return bad("linux must be an object");
+	err = oci_spec_resources(json_object_get(l, "resources"), &s->mem_mib, &s->cpu_milli);
+	if (err)
+		return err;
 	if (ns && !json_is_array(ns))
 		return bad("linux.namespaces must be an array");
 	json_array_foreach(ns, i, v) {

@@ -9,6 +9,7 @@
 #ifndef HUSK_OCI_SPEC_H
 #define HUSK_OCI_SPEC_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -54,6 +55,15 @@ struct oci_spec {
  */
 int oci_spec_parse(const char *text, size_t len, struct oci_spec *s);
 void oci_spec_free(struct oci_spec *s);
+
+/*
+ * What husk honours of a LinuxResources object (config.json's
+ * linux.resources, or `update --resources`): the memory limit as the VM's
+ * RAM in MiB, the CPU quota over its period in thousandths of a CPU. Fields
+ * absent or not positive leave *mem_mib and *cpu_milli as they were;
+ * others are the VM's own (docs/oci.md). 0, or -errno with the reason.
+ */
+int oci_spec_resources(json_t *res, uint64_t *mem_mib, unsigned *cpu_milli);
 
 /*
  * The command line of the container's `husk run` ("husk", "run", options,

@@ -1056,3 +1056,14 @@ int cgroup_owned_freeze(pid_t owner, unsigned long long start, bool freeze)
 	return husk_seterr(ETIMEDOUT, "the VM's group did not %s within 5 s",
 			   freeze ? "freeze" : "thaw");
 }
+
+int cgroup_owned_set_cpu(pid_t owner, unsigned long long start, unsigned cpu_milli)
+{
+	struct cgroup_limits l = { .cpu_milli = cpu_milli };
+	struct husk_cgroup_dir d = { .ctrls = CGROUP_CPU, .v2 = true };
+	int err = cgroup_check_limits(&l);
+
+	if (!err)
+		err = owned_v2_dir(owner, start, d.path);
+	return err ? err : write_cpu(&d, cpu_milli);
+}

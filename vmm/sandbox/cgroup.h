@@ -181,5 +181,7 @@ void cgroup_set_test_hooks(const struct cgroup_test_hooks *h);
 int cgroup_owned_freeze(pid_t owner, unsigned long long start, bool freeze);
 /* 1 frozen, 0 not, -errno as above. */
 int cgroup_owned_frozen(pid_t owner, unsigned long long start);
+/* Change the CPU quota of that group (husk oci update); -errno as above. */
+int cgroup_owned_set_cpu(pid_t owner, unsigned long long start, unsigned cpu_milli);
 
 #endif
