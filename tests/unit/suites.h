@@ -17,6 +17,7 @@ bool unit_need_root(const char *what);
 Suite *guest_mem_suite(void);
 Suite *loader_suite(void);
 Suite *fdt_arm64_suite(void);
+Suite *cpu_arm64_suite(void);
 Suite *bootparams_suite(void);
 Suite *cmdline_suite(void);
 Suite *cpuid_suite(void);
