@@ -71,7 +71,8 @@ while [ $i -lt 600 ] && kill -0 $qpid 2>/dev/null; do
 	q=$(cat /sys/fs/cgroup/husk/vm-*/cpu.max 2>/dev/null | head -n 1)
 	if grep -q started $W/q.out; then
 		[ -n "$q" ] && job_q=$q && break
-	elif [ -n "$q" ] && [ -z "$boot_q" ]; then
+	elif [ -n "$q" ] && [ -z "$boot_q" ] && [ "${q%% *}" != max ]; then
+		# (A group just made reads "max" until husk has written its limit.)
 		boot_q=$q
 	fi
 	sleep 0.05
