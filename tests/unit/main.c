@@ -15,8 +15,8 @@
 #include "suites.h"
 
 static Suite *(*const suites[])(void) = {
-	guest_mem_suite, loader_suite, fdt_arm64_suite, cpu_arm64_suite, bootparams_suite,
-	cmdline_suite,
+	guest_mem_suite, loader_suite, fdt_arm64_suite, cpu_arm64_suite, image_arm64_suite,
+	bootparams_suite, cmdline_suite,
 	cpuid_suite, mptable_suite, uart_suite, cli_suite,
 	cpu_suite, console_suite, json_suite, phase_suite, guest_prof_suite,
 	virtqueue_suite, virtio_mmio_suite, vsock_suite, proto_suite, tar_suite,

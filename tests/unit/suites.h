@@ -18,6 +18,7 @@ Suite *guest_mem_suite(void);
 Suite *loader_suite(void);
 Suite *fdt_arm64_suite(void);
 Suite *cpu_arm64_suite(void);
+Suite *image_arm64_suite(void);
 Suite *bootparams_suite(void);
 Suite *cmdline_suite(void);
 Suite *cpuid_suite(void);

@@ -22,6 +22,7 @@
 #include "x86/layout_x86.h"
 #include "x86/loader_x86.h"
 #include "lib/util.h"
+#include "helpers.h"
 #include "suites.h"
 
 #define RAM_SIZE (32u << 20)
@@ -48,19 +49,7 @@ static void teardown_ram(void)
 
 static void assert_err(int ret, const char *needle)
 {
-	ck_assert_int_eq(ret, -EINVAL);
-	ck_assert_msg(strstr(husk_lasterr(), needle),
-		      "error '%s' does not mention '%s'", husk_lasterr(), needle);
-}
-
-static int all_bytes(const uint8_t *p, size_t len, uint8_t v)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		if (p[i] != v)
-			return 0;
-	return 1;
+	assert_err_msg(ret, EINVAL, needle);
 }
 
 /*
