@@ -657,19 +657,36 @@ static int config_mem_mib(const struct oci_state *st, uint64_t *mib)
 static json_t *read_resources(const char *path)
 {
 	json_error_t je;
+	size_t len = 0;
+	char *text;
 	json_t *o;
 
 	if (!strcmp(path, "-")) {
-		o = json_loadf(stdin, JSON_REJECT_DUPLICATES, &je);
-	} else {
-		size_t len;
-		char *text = slurp(path, OCI_CONFIG_MAX, &len);
+		/* As bounded as a file: one byte more than the limit is too much. */
+		text = malloc(OCI_CONFIG_MAX + 1);
+		while (text && len <= OCI_CONFIG_MAX) {
+			ssize_t n = read(STDIN_FILENO, text + len, OCI_CONFIG_MAX + 1 - len);
 
-		if (!text)
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				break;
+			len += n;
+		}
+		if (text && len > OCI_CONFIG_MAX) {
+			free(text);
+			husk_seterr(EFBIG, "--resources -: more than %u bytes", OCI_CONFIG_MAX);
 			return NULL;
-		o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-		free(text);
+		}
+		if (!text)
+			husk_seterr(ENOMEM, "out of memory");
+	} else {
+		text = slurp(path, OCI_CONFIG_MAX, &len);
 	}
+	if (!text)
+		return NULL;
+	o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	free(text);
 	if (!o)
 		husk_seterr(EINVAL, "--resources %s: %s (line %d)", path, je.text, je.line);
 	else if (!json_is_object(o)) {
