@@ -29,6 +29,8 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 
+#include "job/proto.h"
+
 #define AGENT_UID 1000
 #define AGENT_GID 1000
 /* The job's init: a uid no file in the images belongs to (Debian reserves it). */
@@ -99,6 +101,11 @@ struct job_spec {
 	bool terminal;		/* T_JOB_TERMINAL: the job's stdio is a pty */
 	uint16_t rows, cols;	/* its window, 0: unknown */
 	int tty;		/* the job's init: the pty's index in its devpts, or -1 */
+	struct {
+		uint32_t resource;
+		uint64_t soft, hard;	/* UINT64_MAX: unlimited */
+	} rlimits[PROTO_MAX_RLIMITS];	/* T_JOB_RLIMIT, over husk's defaults */
+	size_t nrlimits;
 };
 
 /* net.c: before the job's init, /run and the resolv.conf bind mount. */

@@ -14,6 +14,7 @@
  * so a hostile archive or path can only touch what the job itself could.
  */
 #include <arpa/inet.h>
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -82,6 +83,34 @@ static int scalar_once(uint64_t *seen, uint16_t tag)
 	return 0;
 }
 
+/* One T_JOB_RLIMIT: u32 resource, u64 soft, u64 hard, little-endian. */
+static int spec_rlimit(struct job_spec *js, const struct tlv *t)
+{
+	uint32_t res;
+	uint64_t soft, hard;
+
+	if (t->len != PROTO_RLIMIT_LEN)
+		return husk_seterr(EINVAL, "job spec has a malformed resource limit");
+	memcpy(&res, t->val, 4);
+	memcpy(&soft, t->val + 4, 8);
+	memcpy(&hard, t->val + 12, 8);
+	res = le32toh(res);
+	soft = le64toh(soft);
+	hard = le64toh(hard);
+	if (!proto_rlimit_ok(res) || soft > hard)
+		return husk_seterr(EINVAL, "job spec has an invalid resource limit (%u: "
+				   "%llu over %llu)", res, (unsigned long long)soft,
+				   (unsigned long long)hard);
+	if (js->nrlimits == PROTO_MAX_RLIMITS)
+		return husk_seterr(EINVAL, "job spec has more than %d resource limits",
+				   PROTO_MAX_RLIMITS);
+	js->rlimits[js->nrlimits].resource = res;
+	js->rlimits[js->nrlimits].soft = soft;
+	js->rlimits[js->nrlimits].hard = hard;
+	js->nrlimits++;
+	return 0;
+}
+
 static int spec_elem(struct job_spec *js, const struct tlv *t, uint64_t *seen)
 {
 	uint8_t u8;
@@ -100,6 +129,8 @@ static int spec_elem(struct job_spec *js, const struct tlv *t, uint64_t *seen)
 			return husk_seterr(EINVAL, "environment entry '%s' is not KEY=VALUE",
 					   js->env[js->nenv - 1]);
 		return 0;
+	case T_JOB_RLIMIT:
+		return spec_rlimit(js, t);
 	case T_JOB_GET:
 		err = push_str(&js->gets, &js->ngets, PROTO_MAX_GETS, t, "--get paths");
 		if (!err && !job_path_sane(js->gets[js->ngets - 1]))

@@ -340,10 +340,17 @@ static int install_seccomp(void)
 
 /* ---- the job's child ---- */
 
-static int set_limit(int res, const char *name, rlim_t v)
+/*
+ * husk's default for a resource, unless the job gave its own (set after
+ * these): a hard limit lowered here could not be raised again.
+ */
+static int set_limit(const struct job_spec *js, int res, const char *name, rlim_t v)
 {
 	struct rlimit rl = { v, v };
 
+	for (size_t i = 0; i < js->nrlimits; i++)
+		if (js->rlimits[i].resource == (uint32_t)res)
+			return 0;
 	if (setrlimit(res, &rl))
 		return husk_seterr(errno, "setrlimit %s %llu: %s", name,
 				   (unsigned long long)v, strerror(errno));
@@ -379,16 +386,25 @@ int sandbox_enter(const struct job_spec *js, const char *cgroup)
 	/* Per-uid process count: only meaningful once we are the agent user. */
 	if (cfg.drop_user) {
 		give_stdio();
-		err = set_limit(RLIMIT_NPROC, "RLIMIT_NPROC", js->pids_limit);
+		err = set_limit(js, RLIMIT_NPROC, "RLIMIT_NPROC", js->pids_limit);
 		if (err)
 			return err;
 	}
-	err = set_limit(RLIMIT_NOFILE, "RLIMIT_NOFILE", js->nofile);
+	err = set_limit(js, RLIMIT_NOFILE, "RLIMIT_NOFILE", js->nofile);
 	if (!err)
-		err = set_limit(RLIMIT_FSIZE, "RLIMIT_FSIZE",
+		err = set_limit(js, RLIMIT_FSIZE, "RLIMIT_FSIZE",
 				js->fsize == UINT64_MAX ? RLIM_INFINITY : js->fsize);
 	if (!err)
-		err = set_limit(RLIMIT_CORE, "RLIMIT_CORE", 0);
+		err = set_limit(js, RLIMIT_CORE, "RLIMIT_CORE", 0);
+	/* The job's own, over those; set while still root, so any hard limit. */
+	for (size_t i = 0; !err && i < js->nrlimits; i++) {
+		struct rlimit rl = { js->rlimits[i].soft, js->rlimits[i].hard };
+
+		if (setrlimit(js->rlimits[i].resource, &rl))
+			err = husk_seterr(errno, "setrlimit %u (%llu, %llu): %s",
+					  js->rlimits[i].resource, (unsigned long long)rl.rlim_cur,
+					  (unsigned long long)rl.rlim_max, strerror(errno));
+	}
 	if (!err)
 		err = sandbox_drop_user();
 	if (!err)

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
 
 #include "cli.h"
 #include "cli_run.h"
@@ -101,6 +103,10 @@ const char cli_run_usage[] =
 	"                      a relative DIR is below it)\n"
 	"  --hostname NAME     the job's host name (its own UTS namespace; 1..63 of\n"
 	"                      letters, digits, '-' and '.')\n"
+	"  --rlimit NAME=SOFT[:HARD]\n"
+	"                      a resource limit of the job's (nofile, nproc, fsize,\n"
+	"                      core, stack, ...; a number or 'unlimited'), over the\n"
+	"                      defaults (nofile 1024, nproc 512, core 0)\n"
 	"  --tty               the job's stdin, stdout and stderr are a terminal (a\n"
 	"                      pty in the guest; all output comes on stdout); with\n"
 	"                      --stdin from a terminal, that one is put in raw mode\n"
@@ -388,6 +394,60 @@ bad:
 			   "at most 3 decimals (and at most --vcpus)", arg, VM_MAX_VCPUS);
 }
 
+static const char *const rlimit_names[RLIM_NLIMITS] = {
+	[RLIMIT_CPU] = "cpu", [RLIMIT_FSIZE] = "fsize", [RLIMIT_DATA] = "data",
+	[RLIMIT_STACK] = "stack", [RLIMIT_CORE] = "core", [RLIMIT_NPROC] = "nproc",
+	[RLIMIT_NOFILE] = "nofile", [RLIMIT_MEMLOCK] = "memlock", [RLIMIT_AS] = "as",
+	[RLIMIT_LOCKS] = "locks", [RLIMIT_SIGPENDING] = "sigpending",
+	[RLIMIT_MSGQUEUE] = "msgqueue", [RLIMIT_NICE] = "nice", [RLIMIT_RTPRIO] = "rtprio",
+	[RLIMIT_RTTIME] = "rttime",
+};
+
+static int rlimit_value(const char *s, size_t n, uint64_t *v)
+{
+	char buf[32];
+
+	if (!n || n >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	if (!strcmp(buf, "unlimited") || !strcmp(buf, "infinity")) {
+		*v = UINT64_MAX;
+		return 0;
+	}
+	return parse_u64(buf, 0, UINT64_MAX - 1, v);
+}
+
+int cli_parse_rlimit(const char *arg, struct job_rlimit *r)
+{
+	const char *eq = strchr(arg, '='), *name = arg, *colon;
+	size_t nlen = eq ? (size_t)(eq - arg) : 0;
+	unsigned i;
+
+	if (nlen > 7 && !strncasecmp(name, "RLIMIT_", 7)) {
+		name += 7;
+		nlen -= 7;
+	}
+	for (i = 0; eq && i < RLIM_NLIMITS; i++)
+		if (rlimit_names[i] && strlen(rlimit_names[i]) == nlen &&
+		    !strncasecmp(name, rlimit_names[i], nlen) && proto_rlimit_ok(i))
+			break;
+	if (!eq || i == RLIM_NLIMITS)
+		return husk_seterr(EINVAL, "--rlimit '%s': NAME=SOFT[:HARD] with NAME one of "
+				   "cpu fsize data stack core nproc nofile memlock as locks "
+				   "sigpending msgqueue nice rtprio rttime", arg);
+	r->resource = i;
+	colon = strchr(eq + 1, ':');
+	if (rlimit_value(eq + 1, colon ? (size_t)(colon - eq - 1) : strlen(eq + 1), &r->soft) ||
+	    (colon && rlimit_value(colon + 1, strlen(colon + 1), &r->hard)))
+		return husk_seterr(EINVAL, "--rlimit '%s': a limit is a number or 'unlimited'", arg);
+	if (!colon)
+		r->hard = r->soft;
+	if (r->soft > r->hard)
+		return husk_seterr(EINVAL, "--rlimit '%s': the soft limit is over the hard one", arg);
+	return 0;
+}
+
 int cli_parse_uid_range(const char *arg, uint32_t *base, uint32_t *count)
 {
 	const char *colon = strchr(arg, ':');
@@ -550,6 +610,7 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 	       O_NET, O_ALLOW, O_CONN_RATE, O_EGRESS_LIMIT, O_EGRESS_RATE, O_MAX_DESTS, O_ALLOW_HOST, O_DENY, O_CPUS,
 	       O_PIDS_MAX, O_UID_RANGE, O_NO_JAIL, O_GET_KEEP_MODES, O_JSON_FD, O_RESULT,
 	       O_TEMPLATE, O_TEMPLATE_DIR, O_NO_HUGEPAGES, O_SESSION_FD, O_SERVER, O_CWD, O_HOSTNAME, O_TTY,
+	       O_RLIMIT,
 	       O_POLICY_FD, O_IMAGE, O_IMAGE_DIR, O_HOLD_FD };
 	bool mem_set = false, vcpus_set = false;
 	static const struct option opts[] = {
@@ -588,6 +649,7 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 		{ "server", required_argument, NULL, O_SERVER },
 		{ "cwd", required_argument, NULL, O_CWD },
 		{ "hostname", required_argument, NULL, O_HOSTNAME },
+		{ "rlimit", required_argument, NULL, O_RLIMIT },
 		{ "tty", no_argument, NULL, O_TTY },
 		{ "get-keep-modes", no_argument, NULL, O_GET_KEEP_MODES },
 		{ "json-fd", required_argument, NULL, O_JSON_FD },
@@ -741,6 +803,12 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 		case O_TTY:
 			o->job.terminal = true;
 			break;
+		case O_RLIMIT:
+			if (o->job.nr_rlimits == JOB_MAX_RLIMITS)
+				err = husk_seterr(EINVAL, "more than %d --rlimit", JOB_MAX_RLIMITS);
+			else
+				err = cli_parse_rlimit(optarg, &o->job.rlimits[o->job.nr_rlimits++]);
+			break;
 		case O_SERVER:
 			o->server = optarg;
 			if (!*optarg)
@@ -824,6 +892,8 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 		return husk_seterr(EINVAL, "--hostname does not go through husk serve (yet)");
 	if (o->job.terminal && o->server)
 		return husk_seterr(EINVAL, "--tty does not go through husk serve (yet)");
+	if (o->job.nr_rlimits && o->server)
+		return husk_seterr(EINVAL, "--rlimit does not go through husk serve (yet)");
 	if (o->get_always && !o->nr_get)
 		return husk_seterr(EINVAL, "--get-always without --get");
 	if (o->get_keep_modes && !o->nr_get)
@@ -858,6 +928,9 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 		return husk_seterr(EINVAL, "--hold-fd %d is already another option's fd", o->hold_fd);
 	if (o->job.terminal && (o->session_fd >= 0 || o->template_create))
 		return husk_seterr(EINVAL, "--tty is a job's: not with --session-fd or a "
+				   "template's creation");
+	if (o->job.nr_rlimits && (o->session_fd >= 0 || o->template_create))
+		return husk_seterr(EINVAL, "--rlimit is a job's: not with --session-fd or a "
 				   "template's creation");
 	if (o->hold_fd >= 0 && (o->session_fd >= 0 || o->template_create))
 		return husk_seterr(EINVAL, "--hold-fd holds a job: not with --session-fd or a "

@@ -164,6 +164,12 @@ void cli_format_allow(const struct run_allow *a, char *buf, size_t cap);
 void cli_format_deny(const struct run_deny *d, char *buf, size_t cap);
 /* Parse --cpus: "N", "N.D", "N.DD" or "N.DDD" CPUs, into thousandths. */
 int cli_parse_cpus(const char *arg, unsigned *milli);
+/*
+ * --rlimit NAME=SOFT[:HARD] into *r: NAME is a resource as prlimit(1) and
+ * setrlimit(2) name it (nofile, nproc, fsize, core, stack, ...; RLIMIT_NOFILE
+ * works too), SOFT and HARD a number or "unlimited"; HARD defaults to SOFT.
+ */
+int cli_parse_rlimit(const char *arg, struct job_rlimit *r);
 /* Parse --uid-range "BASE:COUNT" (the rules of run_opts.uid_base). */
 int cli_parse_uid_range(const char *arg, uint32_t *base, uint32_t *count);
 

@@ -208,6 +208,25 @@ f, rc, c, _ = run(job('sh', '-c', 'cat', extra=tlv(T_JOB_STDIN, b'\1')),
 check('P_RESIZE to a job without a terminal: a protocol error',
       P_ERROR in types(f) and P_EXIT not in types(f), (types(f), c.err[-300:]))
 
+# 3c. resource limits over husk's defaults, soft and hard apart
+T_JOB_RLIMIT, RLIMIT_NOFILE, RLIMIT_CORE = 22, 7, 4
+
+
+def rlimit(res, soft, hard):
+    return tlv(T_JOB_RLIMIT, struct.pack('<IQQ', res, soft, hard))
+
+
+f, rc, c, _ = run(job('sh', '-c', 'ulimit -Sn; ulimit -Hn; ulimit -Hc',
+                      extra=rlimit(RLIMIT_NOFILE, 50, 100) + rlimit(RLIMIT_CORE, 0, 2**64 - 1)))
+check('T_JOB_RLIMIT: the job has its soft and hard limits',
+      streams(f)[0] == b'50\n100\nunlimited\n', (streams(f), c.err[-300:]))
+for name, bad in [('soft over hard', rlimit(RLIMIT_NOFILE, 10, 5)),
+                  ('RLIMIT_RSS', rlimit(5, 1, 1)), ('unknown resource', rlimit(99, 1, 1)),
+                  ('short value', tlv(T_JOB_RLIMIT, b'\0' * 8))]:
+    f, rc, c, _ = run(job('true', extra=bad))
+    check('T_JOB_RLIMIT refused: ' + name, P_ERROR in types(f) and P_EXIT not in types(f),
+          (types(f), c.err[-200:]))
+
 # 4. without T_JOB_STDIN the job reads /dev/null
 f, rc, c, _ = run(job('sh', '-c', 'cat; echo eof'))
 check('stdin is /dev/null by default', streams(f)[0] == b'eof\n', streams(f))

@@ -147,6 +147,11 @@ run "--hostname names the job's machine" 0 --hostname box-7.example -- sh -c 'ho
 same "hostname says box-7.example" $W/out "$(printf 'box-7.example\nbox-7.example')"
 run "a bad --hostname is a usage error" 2 --hostname 'a;b' -- true
 has "and says why" $W/err "is not a host name"
+run "--rlimit: the job's own limits" 0 --rlimit nofile=100:200 --rlimit nproc=unlimited \
+	--rlimit nofile=300:100000 -- sh -c 'ulimit -Sn; ulimit -Hn; ulimit -Hu'
+same "soft and hard apart, the last of a resource wins, above husk's default hard limit" \
+	$W/out "$(printf '300\n100000\nunlimited')"
+run "--rlimit of no resource is a usage error" 2 --rlimit rss=1 -- true
 run "--tty: the job's stdio is a terminal" 5 --tty -- sh -c \
 	'if [ -t 0 ] && [ -t 1 ] && [ -t 2 ]; then echo all-tty; fi; ls -l /proc/self/fd/2; echo to-err >&2; exit 5'
 has "stdin, stdout and stderr are ttys" $W/out "all-tty"

@@ -14,6 +14,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "cli.h"
 #include "cli_run.h"
@@ -490,6 +491,34 @@ START_TEST(run_tty)
 	ck_assert(!ro.job.terminal);
 	assert_rejected(RUN("--tty", "--server", "/s", "--", "sh"), "does not go through husk serve");
 	assert_rejected(RUN("--tty", "--session-fd", "3"), "not with --session-fd");
+}
+END_TEST
+
+START_TEST(run_rlimit)
+{
+	ck_assert_int_eq(RUN("--rlimit", "nofile=50:100", "--rlimit", "RLIMIT_CORE=unlimited",
+			     "--rlimit", "NPROC=7", "--", "sh"), 0);
+	ck_assert_uint_eq(ro.job.nr_rlimits, 3);
+	ck_assert_uint_eq(ro.job.rlimits[0].resource, RLIMIT_NOFILE);
+	ck_assert_uint_eq(ro.job.rlimits[0].soft, 50);
+	ck_assert_uint_eq(ro.job.rlimits[0].hard, 100);
+	ck_assert_uint_eq(ro.job.rlimits[1].resource, RLIMIT_CORE);
+	ck_assert_uint_eq(ro.job.rlimits[1].soft, UINT64_MAX);
+	ck_assert_uint_eq(ro.job.rlimits[1].hard, UINT64_MAX);
+	ck_assert_uint_eq(ro.job.rlimits[2].resource, RLIMIT_NPROC);
+	ck_assert_uint_eq(ro.job.rlimits[2].soft, 7);
+	ck_assert_uint_eq(ro.job.rlimits[2].hard, 7);
+	ck_assert_int_eq(RUN("--", "sh"), 0);
+	ck_assert_uint_eq(ro.job.nr_rlimits, 0);
+	assert_rejected(RUN("--rlimit", "nofile=200:100", "--", "sh"), "over the hard one");
+	assert_rejected(RUN("--rlimit", "rss=1", "--", "sh"), "NAME=SOFT[:HARD]");
+	assert_rejected(RUN("--rlimit", "nofile", "--", "sh"), "NAME=SOFT[:HARD]");
+	assert_rejected(RUN("--rlimit", "nofile=", "--", "sh"), "a number or 'unlimited'");
+	assert_rejected(RUN("--rlimit", "nofile=1:x", "--", "sh"), "a number or 'unlimited'");
+	assert_rejected(RUN("--rlimit", "nofile=-1", "--", "sh"), "a number or 'unlimited'");
+	assert_rejected(RUN("--rlimit", "nofile=1", "--server", "/s", "--", "sh"),
+			"does not go through husk serve");
+	assert_rejected(RUN("--rlimit", "nofile=1", "--session-fd", "3"), "not with --session-fd");
 }
 END_TEST
 
@@ -1143,6 +1172,7 @@ Suite *cli_suite(void)
 	tcase_add_test(tc, run_uid_range_rejected);
 	tcase_add_test(tc, run_image);
 	tcase_add_test(tc, run_hostname);
+	tcase_add_test(tc, run_rlimit);
 	tcase_add_test(tc, run_tty);
 	suite_add_tcase(s, tc);
 	return s;

@@ -17,6 +17,13 @@
 #define JOB_DEFAULT_WORKSPACE_MIB 256
 #define JOB_MAX_WORKSPACE_MIB (64 * 1024)
 #define JOB_DEFAULT_MAX_OUTPUT (16ull << 20)
+#define JOB_MAX_RLIMITS 16
+
+/* A resource limit of the job's (setrlimit), over guest-init's defaults. */
+struct job_rlimit {
+	uint32_t resource;		/* RLIMIT_*, proto_rlimit_ok() */
+	uint64_t soft, hard;		/* UINT64_MAX: unlimited */
+};
 
 struct job_opts {
 	char **argv;			/* the command: argv[0..argc) (none for a session) */
@@ -34,6 +41,8 @@ struct job_opts {
 	unsigned nr_put;		/* tar streams sent before the job starts */
 	const char *get[JOB_MAX_GETS];	/* workspace paths sent back after it */
 	unsigned nr_get;
+	struct job_rlimit rlimits[JOB_MAX_RLIMITS];
+	unsigned nr_rlimits;
 	bool session;			/* a session: commands come later (P_EXEC) */
 };
 

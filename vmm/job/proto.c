@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -87,6 +88,11 @@ bool proto_hostname_ok(const char *s)
 		      (s[i] >= '0' && s[i] <= '9') || s[i] == '-' || s[i] == '.'))
 			return false;
 	return true;
+}
+
+bool proto_rlimit_ok(uint32_t resource)
+{
+	return resource < RLIM_NLIMITS && resource != RLIMIT_RSS;
 }
 
 bool proto_type_known(uint16_t type)

@@ -26,6 +26,8 @@
 #define PROTO_MAX_ENV 4096
 #define PROTO_MAX_GETS 64
 #define PROTO_HOSTNAME_MAX 63
+#define PROTO_MAX_RLIMITS 16
+#define PROTO_RLIMIT_LEN 20		/* T_JOB_RLIMIT's value */
 #define PROTO_MAX_EXECS 64		/* live execs of one session */
 #define PROTO_ID_LEN 4			/* the u32 id that begins every session frame */
 /*
@@ -91,6 +93,7 @@ enum proto_tag {
 	T_JOB_SESSION = 19,	/* u8 1: a session: no argv, no gets; P_EXEC etc. follow */
 	T_JOB_HOSTNAME = 20,	/* the job's host name (proto_hostname_ok) */
 	T_JOB_TERMINAL = 21,	/* u32 rows << 16 | columns (0: unknown): a pty, not pipes */
+	T_JOB_RLIMIT = 22,	/* repeated: u32 resource, u64 soft, u64 hard (~0: unlimited) */
 	/* P_EXIT */
 	T_EXIT_CODE = 32,	/* u32, when the job exited */
 	T_EXIT_SIGNAL = 33,	/* u32, when a signal killed it */
@@ -155,6 +158,11 @@ int proto_hdr_decode(const uint8_t in[PROTO_HDR_LEN], struct proto_hdr *h);
 bool proto_type_known(uint16_t type);
 /* A host name both sides accept: 1..63 of [A-Za-z0-9.-], not starting with - or . */
 bool proto_hostname_ok(const char *s);
+/*
+ * A resource limit a job may ask for (RLIMIT_*, the same numbers on every
+ * Linux architecture husk runs: not RSS, which does nothing).
+ */
+bool proto_rlimit_ok(uint32_t resource);
 
 /* A growable buffer for building TLV payloads. */
 struct tlv_buf {

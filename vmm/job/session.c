@@ -1,6 +1,7 @@
 /*
  * session: the host's half of the guest protocol. See session.h.
  */
+#include <endian.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -167,6 +168,15 @@ static int send_job(struct session *s, uint64_t now)
 		tlv_put_str(&b, T_JOB_HOSTNAME, j->hostname);
 	if (j->terminal)
 		tlv_put_u32(&b, T_JOB_TERMINAL, (uint32_t)j->rows << 16 | j->cols);
+	for (i = 0; i < j->nr_rlimits; i++) {
+		uint8_t v[PROTO_RLIMIT_LEN];
+		uint64_t soft = htole64(j->rlimits[i].soft), hard = htole64(j->rlimits[i].hard);
+
+		le32_put(v, j->rlimits[i].resource);
+		memcpy(v + 4, &soft, 8);
+		memcpy(v + 12, &hard, 8);
+		tlv_put(&b, T_JOB_RLIMIT, v, sizeof(v));
+	}
 	tlv_put_u64(&b, T_JOB_TIMEOUT_MS, j->timeout_sec * 1000);
 	tlv_put_u32(&b, T_JOB_WORKSPACE_MIB, (uint32_t)j->workspace_mib);
 	tlv_put_u64(&b, T_JOB_CLOCK_NS, wall_us() * 1000);
