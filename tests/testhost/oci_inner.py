@@ -31,6 +31,7 @@ PODMAN = sys.argv[4] if sys.argv[4] != "-" else ""
 TAR = sys.argv[5]
 CONTAINERD = sys.argv[6] if len(sys.argv) > 6 and sys.argv[6] != "-" else ""
 SLURM = len(sys.argv) > 7 and sys.argv[7] != "-"
+CRUN = sys.argv[8] if len(sys.argv) > 8 and sys.argv[8] != "-" else ""
 HUSK = B + "/husk-runc"
 W = "/tmp/oci-inner"
 ROOT = W + "/state"
@@ -63,7 +64,7 @@ def runtime(*args, stdout=None, stderr=None, stdin=subprocess.DEVNULL, input=Non
 
 
 def spec(bundle, args, env=None, cwd="/", mounts=(), annotations=None, terminal=False,
-         memory=None):
+         memory=None, rlimits=None):
     """A bundle: runc spec's config.json (or an equivalent), edited as an engine would."""
     os.makedirs(bundle)
     os.symlink(ROOTFS, bundle + "/rootfs")
@@ -85,6 +86,8 @@ def spec(bundle, args, env=None, cwd="/", mounts=(), annotations=None, terminal=
         c["annotations"] = annotations
     if memory:
         c["linux"].setdefault("resources", {})["memory"] = {"limit": memory}
+    if rlimits is not None:
+        c["process"]["rlimits"] = rlimits
     with open(bundle + "/config.json", "w") as f:
         json.dump(c, f)
 
@@ -179,6 +182,17 @@ with open(o + ".out", "w") as out, open(o + ".err", "w") as err:
 check(r.returncode == 3 and open(o + ".out").read().startswith("out\n") and
       not os.path.exists(ROOT + "/r1"), "run: the job's status and output, then deleted",
       (r.returncode, open(o + ".err").read()[-500:]))
+
+# ---- process.rlimits: the container's process has them
+spec(W + "/b8", ["sh", "-c", "ulimit -Sn; ulimit -Hn; ulimit -Hc"],
+     rlimits=[{"type": "RLIMIT_NOFILE", "soft": 512, "hard": 4096},
+              {"type": "RLIMIT_CORE", "soft": 0, "hard": 1 << 20}])
+o = W + "/r8"
+with open(o + ".out", "w") as out, open(o + ".err", "w") as err:
+    r = runtime("run", "--bundle", W + "/b8", "r8", stdout=out, stderr=err)
+check(r.returncode == 0 and open(o + ".out").read() == "512\n4096\n2048\n",
+      "process.rlimits: the process's soft and hard limits (ulimit -Hc in 512-byte blocks)",
+      (r.returncode, open(o + ".out").read(), open(o + ".err").read()[-500:]))
 
 # ---- kill: SIGTERM stops a running container; delete needs --force while it runs
 spec(W + "/b2", ["sh", "-c", "echo up; i=0; while [ $i -lt 600 ]; do echo t$i; i=$((i+1)); "
@@ -365,8 +379,8 @@ def podman(*args, timeout=600):
                           timeout=timeout)
 
 
-cmd_runc = [PODMAN, "--root", W + "/pd-storage", "--runroot", W + "/pd-run", "--storage-driver",
-            "vfs", "--cgroup-manager", "cgroupfs", "--events-backend", "file", "--runtime", RUNC]
+cmd_peer = [PODMAN, "--root", W + "/pd-storage", "--runroot", W + "/pd-run", "--storage-driver",
+            "vfs", "--cgroup-manager", "cgroupfs", "--events-backend", "file", "--runtime"]
 if not PODMAN:
     print("skip - podman with husk-runc: podman or conmon not brought in", flush=True)
 else:
@@ -407,7 +421,7 @@ else:
               "podman run -t: the process has a terminal, its output and status",
               (r.returncode, r.stdout[-400:], r.stderr[-800:]))
         # Figures, side by side in this run: podman with husk-runc and with runc
-        # (a container, not a VM), and husk run --image on the same root.
+        # and crun (containers, not VMs), and husk run --image on the same root.
         def median_s(fn, n=3):
             ts = []
             for _ in range(n):
@@ -417,15 +431,17 @@ else:
             return sorted(ts)[n // 2]
         fig = {"husk-runc": median_s(lambda: podman("run", "--rm", "--network", "none",
                                                     "localhost/bb", "true").returncode == 0)}
-        if RUNC:
-            r = subprocess.run(cmd_runc + ["run", "--rm", "--network", "none", "localhost/bb",
-                                           "true"], capture_output=True, text=True)
+        for name, peer in (("runc", RUNC), ("crun", CRUN)):
+            if not peer:
+                continue
+            cmd = cmd_peer + [peer, "run", "--rm", "--network", "none", "localhost/bb", "true"]
+            r = subprocess.run(cmd, capture_output=True, text=True)
             if r.returncode:
-                print("# podman with runc fails here: " + r.stderr.strip()[-400:], flush=True)
+                print("# podman with %s fails here: %s" % (name, r.stderr.strip()[-400:]),
+                      flush=True)
             else:
-                fig["runc"] = median_s(lambda: subprocess.run(
-                    cmd_runc + ["run", "--rm", "--network", "none", "localhost/bb", "true"],
-                    capture_output=True).returncode == 0)
+                fig[name] = median_s(lambda: subprocess.run(
+                    cmd, capture_output=True).returncode == 0)
         key = json.loads(subprocess.run([B + "/husk", "image", "import", ROOTFS, "--json",
                                          "--image-dir", IMG], capture_output=True,
                                         text=True).stdout or "{}").get("key", "")

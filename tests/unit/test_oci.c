@@ -208,6 +208,38 @@ START_TEST(hostile_configs)
 }
 END_TEST
 
+/* process.rlimits become --rlimit; RLIMIT_RSS (no effect in Linux) is dropped. */
+START_TEST(rlimits_honoured)
+{
+	struct oci_spec s;
+	char *a;
+
+	ck_assert_int_eq(parse(config(",\"rlimits\":[{\"type\":\"RLIMIT_NOFILE\",\"hard\":1024,"
+				      "\"soft\":512},{\"type\":\"RLIMIT_RSS\",\"hard\":1,"
+				      "\"soft\":1},{\"type\":\"RLIMIT_NPROC\",\"hard\":4194304,"
+				      "\"soft\":4194304}]", "", "", ""), &s), 0);
+	a = joined(&s);
+	ck_assert_ptr_nonnull(strstr(a, " --rlimit RLIMIT_NOFILE=512:1024 --rlimit "
+				     "RLIMIT_NPROC=4194304:4194304 "));
+	ck_assert_ptr_null(strstr(a, "RSS"));
+	free(a);
+	oci_spec_free(&s);
+	ck_assert_int_eq(parse(config(",\"rlimits\":[{\"type\":\"RLIMIT_BOGUS\",\"hard\":1,"
+				      "\"soft\":1}]", "", "", ""), &s), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "process.rlimits[0]"));
+	oci_spec_free(&s);
+	ck_assert_int_eq(parse(config(",\"rlimits\":[{\"type\":\"RLIMIT_CORE\",\"hard\":1,"
+				      "\"soft\":2}]", "", "", ""), &s), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "over the hard"));
+	oci_spec_free(&s);
+	ck_assert_int_eq(parse(config(",\"rlimits\":[{\"type\":\"RLIMIT_CORE\",\"hard\":-1,"
+				      "\"soft\":0}]", "", "", ""), &s), -EINVAL);
+	oci_spec_free(&s);
+	ck_assert_int_eq(parse(config(",\"rlimits\":{}", "", "", ""), &s), -EINVAL);
+	oci_spec_free(&s);
+}
+END_TEST
+
 /* update's resources: what is honoured, what is kept, what is refused. */
 START_TEST(update_resources)
 {
@@ -288,6 +320,7 @@ Suite *oci_suite(void)
 	tcase_add_test(tc, engine_netns_needs_husk_egress);
 	tcase_add_test(tc, hostile_configs);
 	tcase_add_test(tc, update_resources);
+	tcase_add_test(tc, rlimits_honoured);
 	tcase_add_test(tc, ids);
 	tcase_add_test(tc, state_round_trip);
 	suite_add_tcase(s, tc);

@@ -141,6 +141,52 @@ static int annotations(json_t *o, struct oci_spec *s)
 	return 0;
 }
 
+/* A limit's value: a number (the config's parser takes up to 2^63-1). */
+static int rlimit_value(json_t *v, char *out, size_t cap)
+{
+	if (!json_is_integer(v) || json_integer_value(v) < 0)
+		return -EINVAL;
+	snprintf(out, cap, "%lld", (long long)json_integer_value(v));
+	return 0;
+}
+
+/*
+ * process.rlimits, as husk run --rlimit takes them (one parser decides what
+ * is valid). RLIMIT_RSS does nothing in Linux and is accepted unapplied.
+ */
+static int rlimits(json_t *a, struct oci_spec *s)
+{
+	char soft[32], hard[32], arg[96];
+	struct job_rlimit r;
+	size_t i;
+	json_t *l;
+
+	if (!a)
+		return 0;
+	if (!json_is_array(a))
+		return bad("process.rlimits must be an array");
+	json_array_foreach(a, i, l) {
+		const char *type = json_string_value(json_object_get(l, "type"));
+
+		if (!type || strlen(type) > 32 ||
+		    rlimit_value(json_object_get(l, "soft"), soft, sizeof(soft)) ||
+		    rlimit_value(json_object_get(l, "hard"), hard, sizeof(hard)))
+			return husk_seterr(EINVAL, "config.json: process.rlimits[%zu] needs a type "
+					   "and numbers soft and hard", i);
+		if (!strcmp(type, "RLIMIT_RSS"))
+			continue;
+		snprintf(arg, sizeof(arg), "%s=%s:%s", type, soft, hard);
+		if (cli_parse_rlimit(arg, &r))
+			return husk_seterr(EINVAL, "config.json: process.rlimits[%zu]: %s", i,
+					   husk_lasterr());
+		if (s->nr_rlimits == OCI_MAX_RLIMITS)
+			return bad("more than 16 process.rlimits");
+		if (!(s->rlimits[s->nr_rlimits++] = dup_str(arg)))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 static int process(json_t *p, struct oci_spec *s)
 {
 	json_t *t = json_object_get(p, "terminal");
@@ -166,6 +212,9 @@ static int process(json_t *p, struct oci_spec *s)
 		return err;
 	if (!cwd || cwd[0] != '/' || strlen(cwd) > 4095)
 		return bad("process.cwd must be an absolute path");
+	err = rlimits(json_object_get(p, "rlimits"), s);
+	if (err)
+		return err;
 	s->cwd = dup_str(cwd);
 	return s->cwd ? 0 : -ENOMEM;
 }
@@ -399,6 +448,7 @@ void oci_spec_free(struct oci_spec *s)
 	free_strs(s->env, s->nr_env);
 	free_strs(s->allow, s->nr_allow);
 	free_strs(s->allow_host, s->nr_allow_host);
+	free_strs(s->rlimits, s->nr_rlimits);
 	for (int i = 0; i < s->nr_binds; i++) {
 		free(s->binds[i].src);
 		free(s->binds[i].dst);
@@ -444,8 +494,8 @@ static int pushf(struct argv_b *b, const char *fmt, ...)
 int oci_spec_argv(const struct oci_spec *s, const char *image, const char *image_dir,
 		  int hold_fd, char ***argv, char ***owned)
 {
-	int cap = 32 + 2 * (s->nr_env + s->nr_allow + s->nr_allow_host + s->nr_binds) +
-		  s->nr_args;
+	int cap = 32 + 2 * (s->nr_env + s->nr_allow + s->nr_allow_host + s->nr_binds +
+			    s->nr_rlimits) + s->nr_args;
 	struct argv_b b = { .cap = cap };
 	int err = 0, i;
 
@@ -465,6 +515,8 @@ int oci_spec_argv(const struct oci_spec *s, const char *image, const char *image
 		err = push(&b, "--hostname") || push(&b, s->hostname);
 	if (!err && s->terminal)
 		err = push(&b, "--tty");
+	for (i = 0; !err && i < s->nr_rlimits; i++)
+		err = push(&b, "--rlimit") || push(&b, s->rlimits[i]);
 	if (!err && s->mem_mib)
 		err = pushf(&b, "--mem=%" PRIu64, s->mem_mib);
 	if (!err && s->cpu_milli)

@@ -18,6 +18,7 @@
 #define OCI_MAX_ENV 256
 #define OCI_MAX_BINDS 32
 #define OCI_MAX_ALLOW 64
+#define OCI_MAX_RLIMITS 16
 #define OCI_CONFIG_MAX (4u << 20)	/* a config.json larger than this is refused */
 /* A container has no --timeout of its own: it lives this long at most. */
 #define OCI_DEFAULT_TIMEOUT_S (7 * 24 * 3600)
@@ -47,6 +48,8 @@ struct oci_spec {
 	struct oci_bind binds[OCI_MAX_BINDS];
 	int nr_binds;
 	char *annotations_json;		/* the annotations object, for state */
+	char *rlimits[OCI_MAX_RLIMITS];	/* process.rlimits as husk run --rlimit values */
+	int nr_rlimits;
 };
 
 /*
