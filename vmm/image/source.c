@@ -685,7 +685,12 @@ out:
 
 /* ---- an unpacked root directory ---- */
 
-/* The tree as one layer: GNU tar, sorted, numeric owners, as the caller can read it. */
+/*
+ * The tree as one layer: GNU tar, sorted, numeric owners, as the caller can
+ * read it. Its digest is the import's key, so it holds only what the image
+ * keeps: pax headers without atime (which reading the tree changes) and
+ * ctime, or an unchanged tree would never be the same image twice.
+ */
 static int directory(const char *dir, const char *workdir, struct image_source *s)
 {
 	int fd = tmp_file(workdir), st, err;
@@ -701,7 +706,8 @@ static int directory(const char *dir, const char *workdir, struct image_source *
 	if (!pid) {
 		dup2(fd, 1);
 		execlp("tar", "tar", "--sort=name", "--numeric-owner", "--format=pax",
-		       "--no-xattrs", "--one-file-system", "-C", dir, "-cf", "-", ".", (char *)NULL);
+		       "--pax-option=delete=atime,delete=ctime", "--no-xattrs",
+		       "--one-file-system", "-C", dir, "-cf", "-", ".", (char *)NULL);
 		_exit(127);
 	}
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
