@@ -106,6 +106,13 @@ struct job_spec {
 		uint64_t soft, hard;	/* UINT64_MAX: unlimited */
 	} rlimits[PROTO_MAX_RLIMITS];	/* T_JOB_RLIMIT, over husk's defaults */
 	size_t nrlimits;
+	struct {
+		char *path;
+		uint64_t size;		/* bytes, 0: tmpfs's default */
+		uint32_t mode;
+		bool noexec;
+	} tmpfs[PROTO_MAX_TMPFS];	/* T_JOB_TMPFS, mounted in the job's namespace */
+	size_t ntmpfs;
 };
 
 /* net.c: before the job's init, /run and the resolv.conf bind mount. */

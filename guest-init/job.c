@@ -14,7 +14,6 @@
  * so a hostile archive or path can only touch what the job itself could.
  */
 #include <arpa/inet.h>
-#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -91,12 +90,9 @@ static int spec_rlimit(struct job_spec *js, const struct tlv *t)
 
 	if (t->len != PROTO_RLIMIT_LEN)
 		return husk_seterr(EINVAL, "job spec has a malformed resource limit");
-	memcpy(&res, t->val, 4);
-	memcpy(&soft, t->val + 4, 8);
-	memcpy(&hard, t->val + 12, 8);
-	res = le32toh(res);
-	soft = le64toh(soft);
-	hard = le64toh(hard);
+	res = le32_get(t->val);
+	soft = le64_get(t->val + 4);
+	hard = le64_get(t->val + 12);
 	if (!proto_rlimit_ok(res) || soft > hard)
 		return husk_seterr(EINVAL, "job spec has an invalid resource limit (%u: "
 				   "%llu over %llu)", res, (unsigned long long)soft,
@@ -108,6 +104,39 @@ static int spec_rlimit(struct job_spec *js, const struct tlv *t)
 	js->rlimits[js->nrlimits].soft = soft;
 	js->rlimits[js->nrlimits].hard = hard;
 	js->nrlimits++;
+	return 0;
+}
+
+/* One T_JOB_TMPFS: u64 size, u32 mode, u32 flags, then the path, little-endian. */
+static int spec_tmpfs(struct job_spec *js, const struct tlv *t)
+{
+	uint64_t size;
+	uint32_t mode, flags;
+	size_t n = t->len > PROTO_TMPFS_HDR ? t->len - PROTO_TMPFS_HDR : 0;
+	char *path;
+
+	if (!n || n > 4095 || memchr(t->val + PROTO_TMPFS_HDR, 0, n))
+		return husk_seterr(EINVAL, "job spec has a malformed tmpfs mount");
+	size = le64_get(t->val);
+	mode = le32_get(t->val + 8);
+	flags = le32_get(t->val + 12);
+	path = strndup((const char *)t->val + PROTO_TMPFS_HDR, n);
+	if (!path)
+		return husk_seterr(ENOMEM, "out of memory");
+	if (!proto_tmpfs_path_ok(path, cfg.workspace) || mode > 07777 ||
+	    (flags & ~PROTO_TMPFS_NOEXEC) || js->ntmpfs == PROTO_MAX_TMPFS) {
+		int err = husk_seterr(EINVAL, "job spec has a tmpfs mount husk does not make at "
+				      "'%.200s' (mode %o, flags %x; at most %d)", path, mode, flags,
+				      PROTO_MAX_TMPFS);
+
+		free(path);
+		return err;
+	}
+	js->tmpfs[js->ntmpfs].path = path;
+	js->tmpfs[js->ntmpfs].size = size;
+	js->tmpfs[js->ntmpfs].mode = mode;
+	js->tmpfs[js->ntmpfs].noexec = flags & PROTO_TMPFS_NOEXEC;
+	js->ntmpfs++;
 	return 0;
 }
 
@@ -131,6 +160,8 @@ static int spec_elem(struct job_spec *js, const struct tlv *t, uint64_t *seen)
 		return 0;
 	case T_JOB_RLIMIT:
 		return spec_rlimit(js, t);
+	case T_JOB_TMPFS:
+		return spec_tmpfs(js, t);
 	case T_JOB_GET:
 		err = push_str(&js->gets, &js->ngets, PROTO_MAX_GETS, t, "--get paths");
 		if (!err && !job_path_sane(js->gets[js->ngets - 1]))
@@ -393,6 +424,8 @@ void job_spec_free(struct job_spec *js)
 	free(js->cwd);
 	free(js->hostname);
 	free(js->seed);
+	for (size_t i = 0; i < js->ntmpfs; i++)
+		free(js->tmpfs[i].path);
 	memset(js, 0, sizeof(*js));
 }
 

@@ -304,6 +304,63 @@ static int dev_setup(void)
 	return 0;
 }
 
+/* mkdir -p, one component at a time (each may exist already). */
+static int make_dirs(const char *path)
+{
+	char buf[4096];
+	size_t i, n = strlen(path);
+
+	if (n >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, n + 1);
+	for (i = 1; i <= n; i++) {
+		if (buf[i] != '/' && buf[i])
+			continue;
+		buf[i] = '\0';
+		if (mkdir(buf, 0755) && errno != EEXIST)
+			return -errno;
+		buf[i] = i < n ? '/' : '\0';
+	}
+	return 0;
+}
+
+/*
+ * The job's tmpfs mounts (--tmpfs, an OCI bundle's tmpfs), in its own mount
+ * namespace, as root: on a directory of the root image, or one made under a
+ * writable tmpfs (/tmp, /run); the image itself is read-only.
+ */
+static int tmpfs_mounts(const struct job_spec *js)
+{
+	char opts[64];
+	struct stat st;
+	size_t i;
+	int e;
+
+	if (js->ntmpfs && !cfg.namespaces)
+		return husk_seterr(ENOTSUP, "tmpfs mounts need the job's own mount namespace");
+	for (i = 0; i < js->ntmpfs; i++) {
+		const char *p = js->tmpfs[i].path;
+
+		if (lstat(p, &st) && errno == ENOENT && (e = make_dirs(p)))
+			return husk_seterr(-e, "the tmpfs at %s: no such directory, and it cannot be "
+					   "made (%s): the root image is read-only, so it goes on a "
+					   "directory the image has or under /tmp or /run", p,
+					   strerror(-e));
+		if (lstat(p, &st) || !S_ISDIR(st.st_mode))
+			return husk_seterr(ENOTDIR, "the tmpfs at %s: not a directory", p);
+		if (js->tmpfs[i].size)
+			snprintf(opts, sizeof(opts), "mode=%o,size=%llu", js->tmpfs[i].mode,
+				 (unsigned long long)js->tmpfs[i].size);
+		else
+			snprintf(opts, sizeof(opts), "mode=%o", js->tmpfs[i].mode);
+		if (mount("tmpfs", p, "tmpfs",
+			  MS_NOSUID | MS_NODEV | (js->tmpfs[i].noexec ? MS_NOEXEC : 0), opts))
+			return husk_seterr(errno, "mount the tmpfs at %s (%s): %s", p, opts,
+					   strerror(errno));
+	}
+	return 0;
+}
+
 /* Inside the new namespaces, as root: private mounts, a fresh /proc and /dev, lo. */
 static int ns_setup(void)
 {
@@ -487,6 +544,8 @@ static _Noreturn void jobinit_main(const struct job_fds *f)
 	if (err)
 		child_fail(f->errfd);
 	read_spec(f, &js);
+	if (tmpfs_mounts(&js))
+		child_fail(f->errfd);
 	/* The job's own UTS namespace: guest-init's name stays. */
 	if (js.hostname && cfg.namespaces && sethostname(js.hostname, strlen(js.hostname))) {
 		husk_seterr(errno, "set the job's host name: %s", strerror(errno));

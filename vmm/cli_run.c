@@ -107,6 +107,9 @@ const char cli_run_usage[] =
 	"                      a resource limit of the job's (nofile, nproc, fsize,\n"
 	"                      core, stack, ...; a number or 'unlimited'), over the\n"
 	"                      defaults (nofile 1024, nproc 512, core 0)\n"
+	"  --tmpfs PATH[:OPTS] a tmpfs at PATH in the job's mounts (on a directory\n"
+	"                      of the image, or made under /tmp or /run); OPTS:\n"
+	"                      size=N[k|m|g], mode=OCTAL (default 1777), noexec\n"
 	"  --tty               the job's stdin, stdout and stderr are a terminal (a\n"
 	"                      pty in the guest; all output comes on stdout); with\n"
 	"                      --stdin from a terminal, that one is put in raw mode\n"
@@ -448,6 +451,79 @@ int cli_parse_rlimit(const char *arg, struct job_rlimit *r)
 	return 0;
 }
 
+static int tmpfs_option(const char *o, size_t n, struct job_tmpfs *t)
+{
+	static const char *const no_op[] = { "rw", "nosuid", "nodev", "noatime", "relatime",
+					     "strictatime", "nodiratime" };
+	char v[32];
+	uint64_t x;
+	unsigned shift = 0;
+	size_t i;
+
+	for (i = 0; i < sizeof(no_op) / sizeof(no_op[0]); i++)
+		if (strlen(no_op[i]) == n && !strncmp(o, no_op[i], n))
+			return 0;
+	if ((n == 6 && !strncmp(o, "noexec", 6)) || (n == 4 && !strncmp(o, "exec", 4))) {
+		t->noexec = n == 6;
+		return 0;
+	}
+	if (n > 5 && n - 5 < sizeof(v) && !strncmp(o, "mode=", 5)) {
+		char *end;
+
+		memcpy(v, o + 5, n - 5);
+		v[n - 5] = '\0';
+		x = strtoull(v, &end, 8);
+		if (*end || x > 07777 || v[0] == '-')
+			return -EINVAL;
+		t->mode = x;
+		return 0;
+	}
+	if (n > 5 && n - 5 < sizeof(v) && !strncmp(o, "size=", 5)) {
+		memcpy(v, o + 5, n - 5);
+		v[n - 5] = '\0';
+		switch (v[n - 6] | 0x20) {
+		case 'k': shift = 10; break;
+		case 'm': shift = 20; break;
+		case 'g': shift = 30; break;
+		}
+		if (shift)
+			v[n - 6] = '\0';
+		if (parse_u64(v, 1, UINT64_MAX >> 30, &x))
+			return -EINVAL;
+		t->size = x << shift;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int cli_parse_tmpfs(const char *arg, struct job_tmpfs *t)
+{
+	const char *colon = strchr(arg, ':'), *o, *comma;
+	char *path = strndup(arg, colon ? (size_t)(colon - arg) : strlen(arg));
+
+	*t = (struct job_tmpfs){ .mode = JOB_TMPFS_DEFAULT_MODE };
+	if (!path)
+		return husk_seterr(ENOMEM, "out of memory");
+	if (!proto_tmpfs_path_ok(path, "/tmp/workspace")) {
+		free(path);
+		return husk_seterr(EINVAL, "--tmpfs '%s': an absolute path, not /, not in /proc, "
+				   "/sys or /dev, and not the workspace /tmp/workspace, in it or "
+				   "above it", arg);
+	}
+	t->path = path;
+	for (o = colon ? colon + 1 : NULL; o && *o; o = comma ? comma + 1 : NULL) {
+		comma = strchr(o, ',');
+		if (tmpfs_option(o, comma ? (size_t)(comma - o) : strlen(o), t)) {
+			free(path);
+			t->path = NULL;
+			return husk_seterr(EINVAL, "--tmpfs '%s': an option is not one of size=N[k|m|g], "
+					   "mode=OCTAL, noexec, exec, rw, nosuid, nodev, noatime, "
+					   "relatime, strictatime, nodiratime", arg);
+		}
+	}
+	return 0;
+}
+
 int cli_parse_uid_range(const char *arg, uint32_t *base, uint32_t *count)
 {
 	const char *colon = strchr(arg, ':');
@@ -610,7 +686,7 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 	       O_NET, O_ALLOW, O_CONN_RATE, O_EGRESS_LIMIT, O_EGRESS_RATE, O_MAX_DESTS, O_ALLOW_HOST, O_DENY, O_CPUS,
 	       O_PIDS_MAX, O_UID_RANGE, O_NO_JAIL, O_GET_KEEP_MODES, O_JSON_FD, O_RESULT,
 	       O_TEMPLATE, O_TEMPLATE_DIR, O_NO_HUGEPAGES, O_SESSION_FD, O_SERVER, O_CWD, O_HOSTNAME, O_TTY,
-	       O_RLIMIT,
+	       O_RLIMIT, O_TMPFS,
 	       O_POLICY_FD, O_IMAGE, O_IMAGE_DIR, O_HOLD_FD };
 	bool mem_set = false, vcpus_set = false;
 	static const struct option opts[] = {
@@ -650,6 +726,7 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 		{ "cwd", required_argument, NULL, O_CWD },
 		{ "hostname", required_argument, NULL, O_HOSTNAME },
 		{ "rlimit", required_argument, NULL, O_RLIMIT },
+		{ "tmpfs", required_argument, NULL, O_TMPFS },
 		{ "tty", no_argument, NULL, O_TTY },
 		{ "get-keep-modes", no_argument, NULL, O_GET_KEEP_MODES },
 		{ "json-fd", required_argument, NULL, O_JSON_FD },
@@ -809,6 +886,12 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 			else
 				err = cli_parse_rlimit(optarg, &o->job.rlimits[o->job.nr_rlimits++]);
 			break;
+		case O_TMPFS:
+			if (o->job.nr_tmpfs == JOB_MAX_TMPFS)
+				err = husk_seterr(EINVAL, "more than %d --tmpfs", JOB_MAX_TMPFS);
+			else
+				err = cli_parse_tmpfs(optarg, &o->job.tmpfs[o->job.nr_tmpfs++]);
+			break;
 		case O_SERVER:
 			o->server = optarg;
 			if (!*optarg)
@@ -894,6 +977,8 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 		return husk_seterr(EINVAL, "--tty does not go through husk serve (yet)");
 	if (o->job.nr_rlimits && o->server)
 		return husk_seterr(EINVAL, "--rlimit does not go through husk serve (yet)");
+	if (o->job.nr_tmpfs && o->server)
+		return husk_seterr(EINVAL, "--tmpfs does not go through husk serve (yet)");
 	if (o->get_always && !o->nr_get)
 		return husk_seterr(EINVAL, "--get-always without --get");
 	if (o->get_keep_modes && !o->nr_get)
@@ -929,9 +1014,9 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 	if (o->job.terminal && (o->session_fd >= 0 || o->template_create))
 		return husk_seterr(EINVAL, "--tty is a job's: not with --session-fd or a "
 				   "template's creation");
-	if (o->job.nr_rlimits && (o->session_fd >= 0 || o->template_create))
-		return husk_seterr(EINVAL, "--rlimit is a job's: not with --session-fd or a "
-				   "template's creation");
+	if ((o->job.nr_rlimits || o->job.nr_tmpfs) && (o->session_fd >= 0 || o->template_create))
+		return husk_seterr(EINVAL, "--%s is a job's: not with --session-fd or a "
+				   "template's creation", o->job.nr_rlimits ? "rlimit" : "tmpfs");
 	if (o->hold_fd >= 0 && (o->session_fd >= 0 || o->template_create))
 		return husk_seterr(EINVAL, "--hold-fd holds a job: not with --session-fd or a "
 				   "template's creation");

@@ -170,6 +170,13 @@ int cli_parse_cpus(const char *arg, unsigned *milli);
  * works too), SOFT and HARD a number or "unlimited"; HARD defaults to SOFT.
  */
 int cli_parse_rlimit(const char *arg, struct job_rlimit *r);
+/*
+ * --tmpfs PATH[:OPTIONS] into *t (its path a copy): OPTIONS is a comma list
+ * of size=N[k|m|g], mode=OCTAL, noexec or exec, and the mount flags husk
+ * always has or that change nothing here (rw, nosuid, nodev, noatime,
+ * relatime, strictatime, nodiratime); PATH as proto_tmpfs_path_ok() takes.
+ */
+int cli_parse_tmpfs(const char *arg, struct job_tmpfs *t);
 /* Parse --uid-range "BASE:COUNT" (the rules of run_opts.uid_base). */
 int cli_parse_uid_range(const char *arg, uint32_t *base, uint32_t *count);
 

@@ -227,6 +227,42 @@ for name, bad in [('soft over hard', rlimit(RLIMIT_NOFILE, 10, 5)),
     check('T_JOB_RLIMIT refused: ' + name, P_ERROR in types(f) and P_EXIT not in types(f),
           (types(f), c.err[-200:]))
 
+# 3d. tmpfs mounts in the job's own mount namespace (needs root: namespaces)
+T_JOB_TMPFS = 23
+
+
+def tmpfs(path, size=0, mode=0o1777, flags=0):
+    return tlv(T_JOB_TMPFS, struct.pack('<QII', size, mode, flags) + path.encode())
+
+
+if os.geteuid() == 0:
+    mnt = '/tmp/husk-drive-tmpfs-%d' % os.getpid()
+    f, rc, c, _ = run(job('sh', '-c', 'grep " %s " /proc/self/mounts | cut -d" " -f3,4; '
+                          'stat -c %%a %s; stat -c %%a %s/sub; echo x >%s/f && cat %s/f'
+                          % (mnt, mnt, mnt, mnt, mnt),
+                          extra=tmpfs(mnt, size=1 << 20, mode=0o1777, flags=1) +
+                          tmpfs(mnt + '/sub', mode=0o750)))
+    out = streams(f)[0].decode(errors='replace')
+    check('T_JOB_TMPFS: tmpfs mounts of their size and mode, noexec, made where missing, '
+          'the job writes to one, none left outside its namespace',
+          out.startswith('tmpfs rw,nosuid,nodev,noexec') and 'size=1024k' in out and
+          out.endswith('1777\n750\nx\n') and not os.path.ismount(mnt),
+          (out, c.err[-300:]))
+    try:
+        os.rmdir(mnt)
+    except OSError:
+        pass
+else:
+    print('skip - T_JOB_TMPFS: tmpfs mounts need root (the job\'s namespaces)')
+for name, bad in [('/proc', tmpfs('/proc/x')), ('the workspace', tmpfs(WS)),
+                  ('above the workspace', tmpfs(os.path.dirname(WS))),
+                  ('relative', tmpfs('x')), ('..', tmpfs('/a/../b')),
+                  ('mode', tmpfs('/d', mode=0o17777)), ('flags', tmpfs('/d', flags=2)),
+                  ('no path', tlv(T_JOB_TMPFS, struct.pack('<QII', 0, 0o755, 0)))]:
+    f, rc, c, _ = run(job('true', extra=bad))
+    check('T_JOB_TMPFS refused: ' + name, P_ERROR in types(f) and P_EXIT not in types(f),
+          (types(f), c.err[-200:]))
+
 # 4. without T_JOB_STDIN the job reads /dev/null
 f, rc, c, _ = run(job('sh', '-c', 'cat; echo eof'))
 check('stdin is /dev/null by default', streams(f)[0] == b'eof\n', streams(f))

@@ -183,16 +183,23 @@ check(r.returncode == 3 and open(o + ".out").read().startswith("out\n") and
       not os.path.exists(ROOT + "/r1"), "run: the job's status and output, then deleted",
       (r.returncode, open(o + ".err").read()[-500:]))
 
-# ---- process.rlimits: the container's process has them
-spec(W + "/b8", ["sh", "-c", "ulimit -Sn; ulimit -Hn; ulimit -Hc"],
+# ---- process.rlimits and a tmpfs mount: the container's process has them
+spec(W + "/b8", ["sh", "-c", "ulimit -Sn; ulimit -Hn; ulimit -Hc; echo t >/tmp/data/x; "
+                 "cat /tmp/data/x /proc/mounts"],
      rlimits=[{"type": "RLIMIT_NOFILE", "soft": 512, "hard": 4096},
-              {"type": "RLIMIT_CORE", "soft": 0, "hard": 1 << 20}])
+              {"type": "RLIMIT_CORE", "soft": 0, "hard": 1 << 20}],
+     mounts=[{"destination": "/tmp/data", "type": "tmpfs", "source": "tmpfs",
+              "options": ["nosuid", "noexec", "size=1m", "tmpcopyup"]}])
 o = W + "/r8"
 with open(o + ".out", "w") as out, open(o + ".err", "w") as err:
     r = runtime("run", "--bundle", W + "/b8", "r8", stdout=out, stderr=err)
-check(r.returncode == 0 and open(o + ".out").read() == "512\n4096\n2048\n",
+out8 = open(o + ".out").read()
+check(r.returncode == 0 and out8.startswith("512\n4096\n2048\n"),
       "process.rlimits: the process's soft and hard limits (ulimit -Hc in 512-byte blocks)",
-      (r.returncode, open(o + ".out").read(), open(o + ".err").read()[-500:]))
+      (r.returncode, out8[:300], open(o + ".err").read()[-500:]))
+check(r.returncode == 0 and "\nt\n" in out8 and
+      " /tmp/data tmpfs rw,nosuid,nodev,noexec,relatime,size=1024k" in out8,
+      "a tmpfs mount of the bundle's: its size and flags, writable", out8[-1500:])
 
 # ---- kill: SIGTERM stops a running container; delete needs --force while it runs
 spec(W + "/b2", ["sh", "-c", "echo up; i=0; while [ $i -lt 600 ]; do echo t$i; i=$((i+1)); "

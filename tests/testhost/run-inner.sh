@@ -152,6 +152,16 @@ run "--rlimit: the job's own limits" 0 --rlimit nofile=100:200 --rlimit nproc=un
 same "soft and hard apart, the last of a resource wins, above husk's default hard limit" \
 	$W/out "$(printf '300\n100000\nunlimited')"
 run "--rlimit of no resource is a usage error" 2 --rlimit rss=1 -- true
+run "--tmpfs: the job's own tmpfs mounts" 0 --tmpfs /tmp/scratch:size=2m,noexec \
+	--tmpfs /root:mode=1777 -- sh -c 'for m in /tmp/scratch /root; do
+	grep " $m " /proc/mounts | cut -d" " -f3,4 | cut -d, -f1-4; done
+	echo data >/tmp/scratch/f && cat /tmp/scratch/f; stat -c %a /root
+	head -c 3000000 /dev/zero >/tmp/scratch/big 2>/dev/null || echo full'
+same "a tmpfs made under /tmp and one on the image's /root, their size and flags" $W/out \
+	"$(printf 'tmpfs rw,nosuid,nodev,noexec\ntmpfs rw,nosuid,nodev,relatime\ndata\n1777\nfull')"
+run "--tmpfs where the read-only image has no directory: a VM failure with the reason" 125 \
+	--tmpfs /no/such/dir -- true
+has "and says why" $W/err "read-only"
 run "--tty: the job's stdio is a terminal" 5 --tty -- sh -c \
 	'if [ -t 0 ] && [ -t 1 ] && [ -t 2 ]; then echo all-tty; fi; ls -l /proc/self/fd/2; echo to-err >&2; exit 5'
 has "stdin, stdout and stderr are ttys" $W/out "all-tty"

@@ -522,6 +522,42 @@ START_TEST(run_rlimit)
 }
 END_TEST
 
+START_TEST(run_tmpfs)
+{
+	ck_assert_int_eq(RUN("--tmpfs", "/data", "--tmpfs",
+			     "/tmp/cache:size=64m,mode=700,noexec,nosuid,nodev,rw", "--", "sh"), 0);
+	ck_assert_uint_eq(ro.job.nr_tmpfs, 2);
+	ck_assert_str_eq(ro.job.tmpfs[0].path, "/data");
+	ck_assert_uint_eq(ro.job.tmpfs[0].size, 0);
+	ck_assert_uint_eq(ro.job.tmpfs[0].mode, 01777);
+	ck_assert(!ro.job.tmpfs[0].noexec);
+	ck_assert_str_eq(ro.job.tmpfs[1].path, "/tmp/cache");
+	ck_assert_uint_eq(ro.job.tmpfs[1].size, 64ull << 20);
+	ck_assert_uint_eq(ro.job.tmpfs[1].mode, 0700);
+	ck_assert(ro.job.tmpfs[1].noexec);
+	ck_assert_int_eq(RUN("--tmpfs", "/x:size=4096,noexec,exec", "--", "sh"), 0);
+	ck_assert_uint_eq(ro.job.tmpfs[0].size, 4096);
+	ck_assert(!ro.job.tmpfs[0].noexec);
+	{
+		static const char *const bad[] = { "/", "rel", "/a/../b", "/a//b", "/a/", "/./a",
+						   "/proc", "/sys/x", "/dev/shm", "/tmp",
+						   "/tmp/workspace", "/tmp/workspace/in" };
+
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+			assert_rejected(RUN("--tmpfs", bad[i], "--", "sh"), "an absolute path");
+	}
+	ck_assert_int_eq(RUN("--tmpfs", "/tmp/workspace2", "--tmpfs", "/procs", "--", "sh"), 0);
+	assert_rejected(RUN("--tmpfs", "/d:size=1x", "--", "sh"), "an option is not one of");
+	assert_rejected(RUN("--tmpfs", "/d:mode=8", "--", "sh"), "an option is not one of");
+	assert_rejected(RUN("--tmpfs", "/d:mode=17777", "--", "sh"), "an option is not one of");
+	assert_rejected(RUN("--tmpfs", "/d:ro", "--", "sh"), "an option is not one of");
+	assert_rejected(RUN("--tmpfs", "/d:suid", "--", "sh"), "an option is not one of");
+	assert_rejected(RUN("--tmpfs", "/d", "--server", "/s", "--", "sh"),
+			"does not go through husk serve");
+	assert_rejected(RUN("--tmpfs", "/d", "--session-fd", "3"), "not with --session-fd");
+}
+END_TEST
+
 START_TEST(run_all_options)
 {
 	ck_assert_int_eq(RUN("--kernel", "k", "--rootfs", "r", "--mem", "1024", "--vcpus", "4",
@@ -1173,6 +1209,7 @@ Suite *cli_suite(void)
 	tcase_add_test(tc, run_image);
 	tcase_add_test(tc, run_hostname);
 	tcase_add_test(tc, run_rlimit);
+	tcase_add_test(tc, run_tmpfs);
 	tcase_add_test(tc, run_tty);
 	suite_add_tcase(s, tc);
 	return s;

@@ -131,8 +131,14 @@ START_TEST(refusals)
 		  "\"/srv\",\"options\":[\"rbind\"]}", "", "", "writable" },
 		{ "", ",{\"destination\":\"/data\",\"type\":\"bind\",\"source\":\"/srv\","
 		  "\"options\":[\"ro\"]}", "", "", "/tmp/workspace" },
-		{ "", ",{\"destination\":\"/data\",\"type\":\"tmpfs\",\"source\":\"t\"}", "", "",
-		  "read-only" },
+		{ "", ",{\"destination\":\"/data\",\"type\":\"tmpfs\",\"source\":\"t\","
+		  "\"options\":[\"ro\"]}", "", "", "read-only" },
+		{ "", ",{\"destination\":\"/tmp/workspace/t\",\"type\":\"tmpfs\",\"source\":\"t\"}",
+		  "", "", "not the workspace" },
+		{ "", ",{\"destination\":\"/data\",\"type\":\"tmpfs\",\"source\":\"t\","
+		  "\"options\":[\"mode=99\"]}", "", "", "an option is not one of" },
+		{ "", ",{\"destination\":\"/data\",\"type\":\"overlay\",\"source\":\"o\"}", "",
+		  "", "read-only" },
 		{ "", "", ",\"resources\":{\"memory\":{\"limit\":1048576}}", "", "MiB" },
 		{ "", "", "", "{\"io.husk.nett\":\"egress\"}", "io.husk.nett" },
 		{ "", "", "", "{\"io.husk.allow\":\"192.0.2.1/32\"}", "io.husk.net=egress" },
@@ -205,6 +211,24 @@ START_TEST(hostile_configs)
 		ck_assert_msg(oci_spec_parse(bad[i], strlen(bad[i]), &s) != 0, "taken: %s", bad[i]);
 		oci_spec_free(&s);
 	}
+}
+END_TEST
+
+/* A tmpfs of the job's: size, mode and noexec kept, the rest dropped. */
+START_TEST(tmpfs_honoured)
+{
+	struct oci_spec s;
+	char *a;
+
+	ck_assert_int_eq(parse(config("", ",{\"destination\":\"/data\",\"type\":\"tmpfs\","
+				      "\"source\":\"tmpfs\",\"options\":[\"rw\",\"rprivate\","
+				      "\"noexec\",\"nosuid\",\"nodev\",\"tmpcopyup\","
+				      "\"size=65536k\"]},{\"destination\":\"/cache\",\"type\":"
+				      "\"tmpfs\",\"source\":\"tmpfs\"}", "", ""), &s), 0);
+	a = joined(&s);
+	ck_assert_ptr_nonnull(strstr(a, " --tmpfs /data:noexec,size=65536k --tmpfs /cache "));
+	free(a);
+	oci_spec_free(&s);
 }
 END_TEST
 
@@ -321,6 +345,7 @@ Suite *oci_suite(void)
 	tcase_add_test(tc, hostile_configs);
 	tcase_add_test(tc, update_resources);
 	tcase_add_test(tc, rlimits_honoured);
+	tcase_add_test(tc, tmpfs_honoured);
 	tcase_add_test(tc, ids);
 	tcase_add_test(tc, state_round_trip);
 	suite_add_tcase(s, tc);

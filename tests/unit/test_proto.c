@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -140,6 +141,43 @@ static void build_all(struct tlv_buf *b)
 	tlv_put(b, T_JOB_RNG_SEED, raw, sizeof(raw));
 	tlv_put(b, T_JOB_CWD, NULL, 0);
 }
+
+/* Little-endian fields of the spec's fixed values (T_JOB_RLIMIT, T_JOB_TMPFS). */
+START_TEST(le_fields)
+{
+	uint8_t b[8];
+
+	le64_put(b, 0x0102030405060708ull);
+	ck_assert_uint_eq(b[0], 0x08);
+	ck_assert_uint_eq(b[7], 0x01);
+	ck_assert_uint_eq(le64_get(b), 0x0102030405060708ull);
+	le64_put(b, UINT64_MAX);
+	ck_assert_uint_eq(le64_get(b), UINT64_MAX);
+	le32_put(b, 0x11223344);
+	ck_assert_uint_eq(b[0], 0x44);
+	ck_assert_uint_eq(le32_get(b), 0x11223344);
+}
+END_TEST
+
+/* Where a job's tmpfs may go, on both sides. */
+START_TEST(tmpfs_paths)
+{
+	static const char *const good[] = { "/data", "/tmp/cache", "/tmp/workspace2", "/procs",
+					    "/a/b/c" };
+	static const char *const bad[] = { "/", "", "x", "/a/", "/a//b", "/./a", "/a/..",
+					   "/proc", "/proc/1", "/sys", "/dev/shm", "/tmp",
+					   "/tmp/workspace", "/tmp/workspace/x" };
+	size_t i;
+
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		ck_assert_msg(proto_tmpfs_path_ok(good[i], "/tmp/workspace"), "%s", good[i]);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(!proto_tmpfs_path_ok(bad[i], "/tmp/workspace"), "%s", bad[i]);
+	ck_assert(proto_rlimit_ok(RLIMIT_NOFILE));
+	ck_assert(!proto_rlimit_ok(RLIMIT_RSS));
+	ck_assert(!proto_rlimit_ok(RLIM_NLIMITS));
+}
+END_TEST
 
 START_TEST(tlv_round_trip)
 {
@@ -602,6 +640,8 @@ Suite *proto_suite(void)
 	TCase *tt = tcase_create("tlv");
 	TCase *ti = tcase_create("io");
 
+	tcase_add_test(tc, le_fields);
+	tcase_add_test(tc, tmpfs_paths);
 	tcase_add_test(tc, hdr_round_trip);
 	tcase_add_test(tc, hdr_wrong_version);
 	tcase_add_test(tc, hdr_oversized);

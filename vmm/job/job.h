@@ -18,11 +18,21 @@
 #define JOB_MAX_WORKSPACE_MIB (64 * 1024)
 #define JOB_DEFAULT_MAX_OUTPUT (16ull << 20)
 #define JOB_MAX_RLIMITS 16
+#define JOB_MAX_TMPFS 8
+#define JOB_TMPFS_DEFAULT_MODE 01777
 
 /* A resource limit of the job's (setrlimit), over guest-init's defaults. */
 struct job_rlimit {
 	uint32_t resource;		/* RLIMIT_*, proto_rlimit_ok() */
 	uint64_t soft, hard;		/* UINT64_MAX: unlimited */
+};
+
+/* A tmpfs in the job's mount namespace (proto_tmpfs_path_ok). */
+struct job_tmpfs {
+	const char *path;
+	uint64_t size;			/* bytes, 0: tmpfs's default (half the guest's RAM) */
+	uint32_t mode;
+	bool noexec;
 };
 
 struct job_opts {
@@ -43,6 +53,8 @@ struct job_opts {
 	unsigned nr_get;
 	struct job_rlimit rlimits[JOB_MAX_RLIMITS];
 	unsigned nr_rlimits;
+	struct job_tmpfs tmpfs[JOB_MAX_TMPFS];
+	unsigned nr_tmpfs;
 	bool session;			/* a session: commands come later (P_EXEC) */
 };
 

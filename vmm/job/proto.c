@@ -95,6 +95,36 @@ bool proto_rlimit_ok(uint32_t resource)
 	return resource < RLIM_NLIMITS && resource != RLIMIT_RSS;
 }
 
+/* a is b, or a directory above or below b. */
+static bool path_related(const char *a, const char *b)
+{
+	size_t na = strlen(a), nb = strlen(b), n = na < nb ? na : nb;
+
+	return !strncmp(a, b, n) && (na == nb || (na < nb ? b[n] : a[n]) == '/');
+}
+
+bool proto_tmpfs_path_ok(const char *path, const char *workspace)
+{
+	static const char *const vm_own[] = { "/proc", "/sys", "/dev" };
+	const char *p = path, *slash;
+	size_t n = strlen(path), i;
+
+	if (n < 2 || n > 4095 || path[0] != '/' || path[n - 1] == '/')
+		return false;
+	for (p = path + 1; *p; p = slash + 1) {
+		slash = strchr(p, '/');
+		n = slash ? (size_t)(slash - p) : strlen(p);
+		if (!n || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+			return false;
+		if (!slash)
+			break;
+	}
+	for (i = 0; i < sizeof(vm_own) / sizeof(vm_own[0]); i++)
+		if (path_related(path, vm_own[i]) && strlen(path) >= strlen(vm_own[i]))
+			return false;
+	return !path_related(path, workspace);
+}
+
 bool proto_type_known(uint16_t type)
 {
 	switch (type) {

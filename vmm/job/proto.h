@@ -28,6 +28,9 @@
 #define PROTO_HOSTNAME_MAX 63
 #define PROTO_MAX_RLIMITS 16
 #define PROTO_RLIMIT_LEN 20		/* T_JOB_RLIMIT's value */
+#define PROTO_MAX_TMPFS 8
+#define PROTO_TMPFS_HDR 16		/* T_JOB_TMPFS's fixed part, before the path */
+#define PROTO_TMPFS_NOEXEC 1u		/* T_JOB_TMPFS flag */
 #define PROTO_MAX_EXECS 64		/* live execs of one session */
 #define PROTO_ID_LEN 4			/* the u32 id that begins every session frame */
 /*
@@ -94,6 +97,7 @@ enum proto_tag {
 	T_JOB_HOSTNAME = 20,	/* the job's host name (proto_hostname_ok) */
 	T_JOB_TERMINAL = 21,	/* u32 rows << 16 | columns (0: unknown): a pty, not pipes */
 	T_JOB_RLIMIT = 22,	/* repeated: u32 resource, u64 soft, u64 hard (~0: unlimited) */
+	T_JOB_TMPFS = 23,	/* repeated: u64 size (0: default), u32 mode, u32 flags, path */
 	/* P_EXIT */
 	T_EXIT_CODE = 32,	/* u32, when the job exited */
 	T_EXIT_SIGNAL = 33,	/* u32, when a signal killed it */
@@ -146,6 +150,16 @@ static inline void le32_put(uint8_t *p, uint32_t v)
 	p[3] = v >> 24;
 }
 
+static inline uint64_t le64_get(const uint8_t *p)
+{
+	return le32_get(p) | (uint64_t)le32_get(p + 4) << 32;
+}
+static inline void le64_put(uint8_t *p, uint64_t v)
+{
+	le32_put(p, (uint32_t)v);
+	le32_put(p + 4, (uint32_t)(v >> 32));
+}
+
 struct proto_hdr {
 	uint32_t len;
 	uint16_t type;
@@ -163,6 +177,13 @@ bool proto_hostname_ok(const char *s);
  * Linux architecture husk runs: not RSS, which does nothing).
  */
 bool proto_rlimit_ok(uint32_t resource);
+/*
+ * Where a job's tmpfs may go: an absolute path of at most 4095 bytes with no
+ * empty, "." or ".." component, not "/", not in /proc, /sys or /dev, and
+ * neither the workspace, inside it nor above it (files in and out go
+ * through the workspace as guest-init sees it).
+ */
+bool proto_tmpfs_path_ok(const char *path, const char *workspace);
 
 /* A growable buffer for building TLV payloads. */
 struct tlv_buf {

@@ -1,7 +1,6 @@
 /*
  * session: the host's half of the guest protocol. See session.h.
  */
-#include <endian.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -170,12 +169,23 @@ static int send_job(struct session *s, uint64_t now)
 		tlv_put_u32(&b, T_JOB_TERMINAL, (uint32_t)j->rows << 16 | j->cols);
 	for (i = 0; i < j->nr_rlimits; i++) {
 		uint8_t v[PROTO_RLIMIT_LEN];
-		uint64_t soft = htole64(j->rlimits[i].soft), hard = htole64(j->rlimits[i].hard);
 
 		le32_put(v, j->rlimits[i].resource);
-		memcpy(v + 4, &soft, 8);
-		memcpy(v + 12, &hard, 8);
+		le64_put(v + 4, j->rlimits[i].soft);
+		le64_put(v + 12, j->rlimits[i].hard);
 		tlv_put(&b, T_JOB_RLIMIT, v, sizeof(v));
+	}
+	for (i = 0; i < j->nr_tmpfs; i++) {
+		size_t n = strlen(j->tmpfs[i].path);
+		uint8_t v[PROTO_TMPFS_HDR + 4096];
+
+		if (n > 4095)
+			n = 4095;	/* refused by the parser long before */
+		le64_put(v, j->tmpfs[i].size);
+		le32_put(v + 8, j->tmpfs[i].mode);
+		le32_put(v + 12, j->tmpfs[i].noexec ? PROTO_TMPFS_NOEXEC : 0);
+		memcpy(v + PROTO_TMPFS_HDR, j->tmpfs[i].path, n);
+		tlv_put(&b, T_JOB_TMPFS, v, PROTO_TMPFS_HDR + n);
 	}
 	tlv_put_u64(&b, T_JOB_TIMEOUT_MS, j->timeout_sec * 1000);
 	tlv_put_u32(&b, T_JOB_WORKSPACE_MIB, (uint32_t)j->workspace_mib);

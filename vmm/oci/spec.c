@@ -253,6 +253,44 @@ static bool vm_has(const char *dst)
 	return false;
 }
 
+/*
+ * A tmpfs of the job's own, as husk run --tmpfs takes it (one parser decides
+ * what is valid): size, mode and noexec are kept; the flags husk always has
+ * or that change nothing in a VM are dropped (podman's tmpcopyup too: the
+ * tmpfs starts empty); a read-only tmpfs is refused.
+ */
+static int tmpfs_mount(const char *dst, json_t *opts, size_t i, struct oci_spec *s)
+{
+	char arg[4096 + 128];
+	size_t n, k;
+	struct job_tmpfs t;
+	json_t *o;
+
+	n = snprintf(arg, sizeof(arg), "%s:", dst);
+	json_array_foreach(opts, k, o) {
+		const char *v = json_string_value(o);
+
+		if (!v)
+			return husk_seterr(EINVAL, "config.json: mounts[%zu].options must be strings", i);
+		if (!strcmp(v, "ro"))
+			return husk_seterr(ENOTSUP, "config.json: the tmpfs at %s is read-only: husk "
+					   "makes writable ones", dst);
+		if ((strncmp(v, "size=", 5) && strncmp(v, "mode=", 5) && strcmp(v, "noexec") &&
+		     strcmp(v, "exec")) || n + strlen(v) + 2 >= sizeof(arg))
+			continue;
+		n += snprintf(arg + n, sizeof(arg) - n, "%s%s", arg[n - 1] == ':' ? "" : ",", v);
+	}
+	if (arg[n - 1] == ':')
+		arg[n - 1] = '\0';
+	if (cli_parse_tmpfs(arg, &t))
+		return husk_seterr(EINVAL, "config.json: mounts[%zu]: %s", i, husk_lasterr());
+	free((char *)t.path);
+	if (s->nr_tmpfs == OCI_MAX_TMPFS)
+		return husk_seterr(E2BIG, "config.json: more than %d tmpfs mounts", OCI_MAX_TMPFS);
+	s->tmpfs[s->nr_tmpfs] = dup_str(arg);
+	return s->tmpfs[s->nr_tmpfs++] ? 0 : -ENOMEM;
+}
+
 static int mount_one(json_t *m, size_t i, struct oci_spec *s)
 {
 	const char *dst = json_string_value(json_object_get(m, "destination"));
@@ -272,6 +310,8 @@ static int mount_one(json_t *m, size_t i, struct oci_spec *s)
 	if (!bind) {
 		if (vm_has(dst))
 			return 0;
+		if (type && !strcmp(type, "tmpfs"))
+			return tmpfs_mount(dst, opts, i, s);
 		return husk_seterr(ENOTSUP, "config.json: a %s mount at %s: the guest's root is "
 				   "read-only and husk makes only its own mounts (/tmp, /run and "
 				   "the workspace /tmp/workspace are writable)", type ? type : "",
@@ -449,6 +489,7 @@ void oci_spec_free(struct oci_spec *s)
 	free_strs(s->allow, s->nr_allow);
 	free_strs(s->allow_host, s->nr_allow_host);
 	free_strs(s->rlimits, s->nr_rlimits);
+	free_strs(s->tmpfs, s->nr_tmpfs);
 	for (int i = 0; i < s->nr_binds; i++) {
 		free(s->binds[i].src);
 		free(s->binds[i].dst);
@@ -495,7 +536,7 @@ int oci_spec_argv(const struct oci_spec *s, const char *image, const char *image
 		  int hold_fd, char ***argv, char ***owned)
 {
 	int cap = 32 + 2 * (s->nr_env + s->nr_allow + s->nr_allow_host + s->nr_binds +
-			    s->nr_rlimits) + s->nr_args;
+			    s->nr_rlimits + s->nr_tmpfs) + s->nr_args;
 	struct argv_b b = { .cap = cap };
 	int err = 0, i;
 
@@ -517,6 +558,8 @@ int oci_spec_argv(const struct oci_spec *s, const char *image, const char *image
 		err = push(&b, "--tty");
 	for (i = 0; !err && i < s->nr_rlimits; i++)
 		err = push(&b, "--rlimit") || push(&b, s->rlimits[i]);
+	for (i = 0; !err && i < s->nr_tmpfs; i++)
+		err = push(&b, "--tmpfs") || push(&b, s->tmpfs[i]);
 	if (!err && s->mem_mib)
 		err = pushf(&b, "--mem=%" PRIu64, s->mem_mib);
 	if (!err && s->cpu_milli)

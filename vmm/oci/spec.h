@@ -19,6 +19,7 @@
 #define OCI_MAX_BINDS 32
 #define OCI_MAX_ALLOW 64
 #define OCI_MAX_RLIMITS 16
+#define OCI_MAX_TMPFS 8
 #define OCI_CONFIG_MAX (4u << 20)	/* a config.json larger than this is refused */
 /* A container has no --timeout of its own: it lives this long at most. */
 #define OCI_DEFAULT_TIMEOUT_S (7 * 24 * 3600)
@@ -50,6 +51,8 @@ struct oci_spec {
 	char *annotations_json;		/* the annotations object, for state */
 	char *rlimits[OCI_MAX_RLIMITS];	/* process.rlimits as husk run --rlimit values */
 	int nr_rlimits;
+	char *tmpfs[OCI_MAX_TMPFS];	/* tmpfs mounts as husk run --tmpfs values */
+	int nr_tmpfs;
 };
 
 /*
