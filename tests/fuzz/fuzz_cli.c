@@ -56,13 +56,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	optind = 0;
 	memset(&ro, 0, sizeof(ro));
 	if (cli_parse_run(argc, copy, &ro) == 0 && !ro.help) {
-		if (ro.job.argc < 1 || !ro.job.argv || ro.job.nr_env > RUN_MAX_ENV ||
+		/* An image's Entrypoint and Cmd stand for a command not given. */
+		if ((ro.job.argc < 1 && !ro.image && !ro.job.session) ||
+		    (ro.job.argc && !ro.job.argv) || ro.job.nr_env > RUN_MAX_ENV ||
 		    ro.nr_put > RUN_MAX_PUTS || ro.nr_get > RUN_MAX_GETS)
 			abort();
 		for (i = 0; i < ro.job.argc; i++)
 			if (!ro.job.argv[i])
 				abort();
 	}
+	/* The CLI keeps --tmpfs paths for its life; the fuzzer parses again. */
+	for (i = 0; i < (int)ro.job.nr_tmpfs; i++)
+		free((char *)ro.job.tmpfs[i].path);
 
 	/* The top-level dispatcher sees "husk <word> ...". */
 	copy[0] = "husk";
