@@ -1026,15 +1026,22 @@ static int owned_v2_dir(pid_t owner, unsigned long long start, char *out)
 	return err;
 }
 
+/* 1 when the group at dir is frozen, 0 when not, -ENOTSUP without a freezer. */
+static int frozen_at(const char *dir)
+{
+	uint64_t v;
+
+	if (read_key(dir, "cgroup.events", "frozen", &v))
+		return husk_seterr(ENOTSUP, "this kernel's cgroup v2 has no freezer");
+	return v != 0;
+}
+
 int cgroup_owned_frozen(pid_t owner, unsigned long long start)
 {
 	char dir[CGROUP_PATH_MAX];
-	uint64_t v;
 	int err = owned_v2_dir(owner, start, dir);
 
-	if (!err && read_key(dir, "cgroup.events", "frozen", &v))
-		err = husk_seterr(ENOTSUP, "this kernel's cgroup v2 has no freezer");
-	return err ? err : v != 0;
+	return err ? err : frozen_at(dir);
 }
 
 int cgroup_owned_freeze(pid_t owner, unsigned long long start, bool freeze)
@@ -1048,7 +1055,7 @@ int cgroup_owned_freeze(pid_t owner, unsigned long long start, bool freeze)
 		return err;
 	/* The write only asks: every task is frozen when cgroup.events says so. */
 	for (i = 0; i < 500; i++) {
-		err = cgroup_owned_frozen(owner, start);
+		err = frozen_at(dir);
 		if (err < 0 || err == freeze)
 			return err < 0 ? err : 0;
 		sleep_ms(10);
@@ -1059,11 +1066,8 @@ int cgroup_owned_freeze(pid_t owner, unsigned long long start, bool freeze)
 
 int cgroup_owned_set_cpu(pid_t owner, unsigned long long start, unsigned cpu_milli)
 {
-	struct cgroup_limits l = { .cpu_milli = cpu_milli };
-	struct husk_cgroup_dir d = { .ctrls = CGROUP_CPU, .v2 = true };
-	int err = cgroup_check_limits(&l);
+	struct husk_cgroup cg = { .ndirs = 1, .dir[0] = { .ctrls = CGROUP_CPU, .v2 = true } };
+	int err = owned_v2_dir(owner, start, cg.dir[0].path);
 
-	if (!err)
-		err = owned_v2_dir(owner, start, d.path);
-	return err ? err : write_cpu(&d, cpu_milli);
+	return err ? err : cgroup_set_cpu(&cg, cpu_milli);
 }
