@@ -457,7 +457,6 @@ static int tmpfs_option(const char *o, size_t n, struct job_tmpfs *t)
 					     "strictatime", "nodiratime" };
 	char v[32];
 	uint64_t x;
-	unsigned shift = 0;
 	size_t i;
 
 	for (i = 0; i < sizeof(no_op) / sizeof(no_op[0]); i++)
@@ -481,17 +480,7 @@ static int tmpfs_option(const char *o, size_t n, struct job_tmpfs *t)
 	if (n > 5 && n - 5 < sizeof(v) && !strncmp(o, "size=", 5)) {
 		memcpy(v, o + 5, n - 5);
 		v[n - 5] = '\0';
-		switch (v[n - 6] | 0x20) {
-		case 'k': shift = 10; break;
-		case 'm': shift = 20; break;
-		case 'g': shift = 30; break;
-		}
-		if (shift)
-			v[n - 6] = '\0';
-		if (parse_u64(v, 1, UINT64_MAX >> 30, &x))
-			return -EINVAL;
-		t->size = x << shift;
-		return 0;
+		return parse_size(v, 1, &t->size) ? -EINVAL : 0;
 	}
 	return -EINVAL;
 }

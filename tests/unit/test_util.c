@@ -199,6 +199,33 @@ START_TEST(mkdir_p_modes)
 }
 END_TEST
 
+/* Sizes as --tmpfs and husk oci update take them. */
+START_TEST(sizes)
+{
+	uint64_t v;
+
+	ck_assert_int_eq(parse_size("4096", 1, &v), 0);
+	ck_assert_uint_eq(v, 4096);
+	ck_assert_int_eq(parse_size("64m", 1, &v), 0);
+	ck_assert_uint_eq(v, 64ull << 20);
+	ck_assert_int_eq(parse_size("2K", 1, &v), 0);
+	ck_assert_uint_eq(v, 2048);
+	ck_assert_int_eq(parse_size("3G", 0, &v), 0);
+	ck_assert_uint_eq(v, 3ull << 30);
+	ck_assert_int_eq(parse_size("0", 0, &v), 0);
+	ck_assert_uint_eq(v, 0);
+	ck_assert_int_eq(parse_size("0", 1, &v), -EINVAL);
+	ck_assert_int_eq(parse_size("", 0, &v), -EINVAL);
+	ck_assert_int_eq(parse_size("k", 0, &v), -EINVAL);
+	ck_assert_int_eq(parse_size("1x", 0, &v), -EINVAL);
+	ck_assert_int_eq(parse_size("-1", 0, &v), -EINVAL);
+	ck_assert_int_eq(parse_size("1mb", 0, &v), -EINVAL);
+	ck_assert_int_eq(parse_size("17179869184g", 0, &v), -EINVAL);	/* 2^34 GiB */
+	ck_assert_int_eq(parse_size("17179869183g", 0, &v), 0);
+	ck_assert_int_eq(parse_size("123456789012345678901234567890123", 0, &v), -EINVAL);
+}
+END_TEST
+
 Suite *util_suite(void)
 {
 	Suite *s = suite_create("util");
@@ -207,6 +234,7 @@ Suite *util_suite(void)
 
 	tcase_add_test(e, escape_controls);
 	tcase_add_test(e, mkdir_p_modes);
+	tcase_add_test(e, sizes);
 	tcase_add_checked_fixture(h, setup, teardown);
 	tcase_add_test(h, output_creates_and_truncates);
 	tcase_add_test(h, output_refuses_links_fifos_dirs);

@@ -127,6 +127,29 @@ int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 	return 0;
 }
 
+int parse_size(const char *s, uint64_t min, uint64_t *out)
+{
+	char num[32];
+	size_t n = s ? strlen(s) : 0;
+	unsigned shift = 0;
+
+	if (!n || n >= sizeof(num))
+		return -EINVAL;
+	memcpy(num, s, n + 1);
+	switch (num[n - 1] | 0x20) {
+	case 'k': shift = 10; break;
+	case 'm': shift = 20; break;
+	case 'g': shift = 30; break;
+	}
+	if (shift)
+		num[n - 1] = '\0';
+	/* Any number of gigabytes below 2^34 fits in 64 bits. */
+	if (parse_u64(num, min, UINT64_MAX >> 30, out))
+		return -EINVAL;
+	*out <<= shift;
+	return 0;
+}
+
 int read_exact_at(int fd, void *dst, uint64_t len, uint64_t off)
 {
 	uint8_t *d = dst;

@@ -61,6 +61,11 @@ void stop_sigset(sigset_t *set);
 
 /* Parse a decimal unsigned integer in [min, max]; -EINVAL/-ERANGE. */
 int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+/*
+ * A size in bytes: a decimal number of at least min, below 2^34, with an
+ * optional k, m or g (either case) for KiB, MiB or GiB; -EINVAL otherwise.
+ */
+int parse_size(const char *s, uint64_t min, uint64_t *out);
 
 /* A signal by its name, with or without "SIG" ("TERM", "SIGKILL"); -1 if unknown. */
 int signal_by_name(const char *s);

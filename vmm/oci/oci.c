@@ -595,7 +595,7 @@ static int cmd_kill(int argc, char **argv)
 	if (oci_state_read(dir, &st))
 		return oci_err("kill %s: %s", argv[optind], husk_lasterr());
 	oci_state_free(&st);
-	if (oci_status(&st) == OCI_STOPPED)
+	if (oci_stopped(&st))
 		return oci_err("kill %s: container not running", argv[optind]);
 	if (kill(st.pid, sig))
 		return oci_err("kill %s: %s", argv[optind], strerror(errno));
@@ -697,30 +697,18 @@ static json_t *read_resources(const char *path)
 	return o;
 }
 
-/* A size as runc takes one: bytes, or with a k, m or g suffix. */
-static int parse_size(const char *s, uint64_t *out)
+/* A memory size as runc takes one: parse_size's, with a b after it or not ("64mb"). */
+static int parse_memory(const char *s, uint64_t *out)
 {
-	char num[32], *end;
+	char num[32];
 	size_t n = strlen(s);
-	unsigned shift = 0;
 
 	if (!n || n >= sizeof(num))
 		return -EINVAL;
 	memcpy(num, s, n + 1);
-	end = num + n - 1;
-	if (*end == 'b' || *end == 'B')
-		*end-- = '\0';
-	switch (*end) {
-	case 'k': case 'K': shift = 10; break;
-	case 'm': case 'M': shift = 20; break;
-	case 'g': case 'G': shift = 30; break;
-	}
-	if (shift)
-		*end = '\0';
-	if (parse_u64(num, 0, UINT64_MAX >> 30, out))
-		return -EINVAL;
-	*out <<= shift;
-	return 0;
+	if (num[n - 1] == 'b' || num[n - 1] == 'B')
+		num[n - 1] = '\0';
+	return parse_size(num, 0, out);
 }
 
 /*
@@ -773,7 +761,7 @@ static int cmd_update(int argc, char **argv)
 				return oci_err("update: --cpu-period %s: 1 to %u", optarg, UINT32_MAX);
 			break;
 		case 'm':
-			if (parse_size(optarg, &mem))
+			if (parse_memory(optarg, &mem))
 				return oci_err("update: --memory %s: bytes, or with k, m or g", optarg);
 			break;
 		case 'x':
@@ -835,16 +823,16 @@ static bool wait_gone(const struct oci_state *st, int ms)
 	int fd = syscall(SYS_pidfd_open, st->pid, 0);
 	bool gone;
 
-	if (fd >= 0 && oci_status(st) != OCI_STOPPED) {
+	if (fd >= 0 && !oci_stopped(st)) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 
 		poll(&p, 1, ms);
 	}
 	if (fd >= 0)
 		close(fd);
-	for (int i = 0; i < ms / 10 && oci_status(st) != OCI_STOPPED; i++)
+	for (int i = 0; i < ms / 10 && !oci_stopped(st); i++)
 		usleep(10000);
-	gone = oci_status(st) == OCI_STOPPED;
+	gone = oci_stopped(st);
 	return gone;
 }
 

@@ -149,11 +149,16 @@ uint64_t oci_proc_starttime(pid_t pid)
 	return t;
 }
 
-enum oci_status oci_status(const struct oci_state *st)
+bool oci_stopped(const struct oci_state *st)
 {
 	uint64_t t = oci_proc_starttime(st->pid);
 
-	if (!t || t != st->starttime)
+	return !t || t != st->starttime;
+}
+
+enum oci_status oci_status(const struct oci_state *st)
+{
+	if (oci_stopped(st))
 		return OCI_STOPPED;
 	if (cgroup_owned_frozen(st->pid, st->starttime) == 1)
 		return OCI_PAUSED;

@@ -43,6 +43,8 @@ void oci_state_free(struct oci_state *st);
 
 /* The start time of pid (0 if it is gone or a zombie). */
 uint64_t oci_proc_starttime(pid_t pid);
+/* Whether the container's process is gone (one /proc read, no cgroup lookup). */
+bool oci_stopped(const struct oci_state *st);
 /* What the container is now. */
 enum oci_status oci_status(const struct oci_state *st);
 const char *oci_status_name(enum oci_status s);
