@@ -24,7 +24,8 @@ const char cli_run_usage[] =
 	"                [--put HOSTPATH:GUESTPATH]... [--get GUESTPATH:HOSTDIR]...\n"
 	"                [--get-always] [--get-keep-modes] [--stdin]\n"
 	"                [--max-output BYTES] [--json] [--json-fd N] [--result FILE]\n"
-	"                [--console FILE] [--net none|egress] [--allow RULE]...\n"
+	"                [--console FILE] [--net none|egress] [--netns PATH]\n"
+	"                [--allow RULE]...\n"
 	"                [--allow-host NAME]... [--deny CIDR]... [--conn-rate N]\n"
 	"                [--egress-limit BYTES] [--egress-rate BYTES] [--max-dests N]\n"
 	"                [--cpus N] [--pids-max N]\n"
@@ -62,6 +63,10 @@ const char cli_run_usage[] =
 	"  --console FILE      write the guest's serial console to FILE\n"
 	"  --net MODE          none (default): no network card; egress: a NIC whose\n"
 	"                      traffic is denied except DNS and what --allow opens\n"
+	"  --netns PATH        with --net egress, put the NIC's host end in the\n"
+	"                      network namespace at PATH (/run/netns/NAME): the\n"
+	"                      guest's traffic leaves through that namespace's\n"
+	"                      routes, translated to its address (needs nft(8))\n"
 	"  --allow RULE        with --net egress, allow CIDR[:tcp|udp|icmp|any\n"
 	"                      [:PORT[-PORT],...]], e.g. 198.51.100.0/24:tcp:80,443;\n"
 	"                      IPv6 in brackets: [2001:db8::]/32:tcp:443\n"
@@ -676,7 +681,7 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 	       O_PIDS_MAX, O_UID_RANGE, O_NO_JAIL, O_GET_KEEP_MODES, O_JSON_FD, O_RESULT,
 	       O_TEMPLATE, O_TEMPLATE_DIR, O_NO_HUGEPAGES, O_SESSION_FD, O_SERVER, O_CWD, O_HOSTNAME, O_TTY,
 	       O_RLIMIT, O_TMPFS,
-	       O_POLICY_FD, O_IMAGE, O_IMAGE_DIR, O_HOLD_FD };
+	       O_POLICY_FD, O_IMAGE, O_IMAGE_DIR, O_HOLD_FD, O_NETNS };
 	bool mem_set = false, vcpus_set = false;
 	static const struct option opts[] = {
 		{ "kernel", required_argument, NULL, O_KERNEL },
@@ -696,6 +701,7 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 		{ "verbose", no_argument, NULL, O_VERBOSE },
 		{ "help", no_argument, NULL, O_HELP },
 		{ "net", required_argument, NULL, O_NET },
+		{ "netns", required_argument, NULL, O_NETNS },
 		{ "allow", required_argument, NULL, O_ALLOW },
 		{ "conn-rate", required_argument, NULL, O_CONN_RATE },
 		{ "egress-limit", required_argument, NULL, O_EGRESS_LIMIT },
@@ -804,6 +810,12 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 			else
 				err = husk_seterr(EINVAL, "--net must be none or egress, not '%s'",
 						  optarg);
+			break;
+		case O_NETNS:
+			if (!*optarg || optarg[0] != '/')
+				err = husk_seterr(EINVAL, "--netns wants an absolute path, not '%s'",
+						  optarg);
+			o->netns = optarg;
 			break;
 		case O_ALLOW:
 			if (o->nr_allow == RUN_MAX_ALLOW)
@@ -978,6 +990,8 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 				   "--template; make another template for another size");
 	if (o->template_dir && !o->template_name)
 		return husk_seterr(EINVAL, "--template-dir without --template");
+	if (o->netns && o->net != RUN_NET_EGRESS)
+		return husk_seterr(EINVAL, "--netns needs --net egress");
 	if (o->nr_allow && o->net != RUN_NET_EGRESS)
 		return husk_seterr(EINVAL, "--allow needs --net egress");
 	if (o->nr_allow_host && o->net != RUN_NET_EGRESS)

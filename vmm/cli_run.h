@@ -102,6 +102,7 @@ struct run_opts {
 	bool get_always;
 	bool get_keep_modes;		/* --get files keep the guest's execute bits */
 	enum run_net net;
+	const char *netns;		/* --netns: the tap's namespace; NULL = husk's */
 	struct run_allow allow[RUN_MAX_ALLOW];
 	unsigned nr_allow;
 	const char *allow_host[RUN_MAX_ALLOW_HOST];	/* checked dns.h patterns */

@@ -3,7 +3,7 @@
 # tiny HTTP server on a documentation address (198.51.100.1, TEST-NET-2,
 # never routed) owned by the test host itself, and a stub upstream resolver
 # for husk's DNS proxy.   net-inner.sh HUSK DNS_STUB
-HUSK=$1 DNS_STUB=$2
+HUSK=$1 DNS_STUB=$2 IPR=${3:-}
 FAR=203.0.113.7		# TEST-NET-3: not a host address, nobody answers
 W=/tmp/net-inner
 SRV=198.51.100.1
@@ -283,6 +283,76 @@ run "--egress-limit without --net egress is a usage error" 2 --egress-limit 1000
 
 run "--allow without --net egress is a usage error" 2 --allow $SRV/32 -- true
 run "bad --allow is a usage error" 2 --net egress --allow 1.2.3.4/8:tcp -- true
+
+# --netns: the NIC's host end in a network namespace made here as an engine
+# makes one per container (a veth to the test host, the namespace's own
+# address 10.77.0.2 and default route). The guest's packets leave through
+# the namespace, translated to its address, and the filter still decides.
+if [ -x "$IPR" ] && [ -x /usr/sbin/nft ]; then
+	$IPR netns add hn
+	$IPR link add hv0 type veth peer name hv1
+	$IPR link set hv1 netns hn
+	$IPR addr add 10.77.0.1/24 dev hv0
+	$IPR link set hv0 up
+	$IPR -n hn link set lo up
+	$IPR -n hn addr add 10.77.0.2/24 dev hv1
+	$IPR -n hn link set hv1 up
+	$IPR -n hn route add default via 10.77.0.1
+	# An address only the namespace has (the host's own are denied anyway).
+	$IPR -n hn addr add 203.0.113.77/32 dev lo
+	# A server that logs its peers: who reached it tells where from.
+	httpd -f -vv -p $SRV:8082 -h $W/www 2>$W/httpd-ns.log &
+	nsrv=$!
+	sleep 1
+	NSGET="printf 'GET /f HTTP/1.0\\r\\n\\r\\n' | busybox nc -w 3 $SRV 8082 | grep -q 'hello from the net' && echo got-it"
+	"$HUSK" run --console $W/console --net egress --netns /run/netns/hn \
+		--allow $SRV/32:tcp:8082 -- sh -c "$NSGET; sleep 4" >$W/out 2>$W/err </dev/null &
+	job=$!
+	n=0
+	while ! $IPR -n hn -o link show 2>/dev/null | grep -q ' husk[0-9]*:' && [ $n -lt 240 ]; do
+		sleep 0.5; n=$((n + 1))
+	done
+	if $IPR -n hn -o link show | grep -q ' husk[0-9]*:'; then
+		ok "--netns: the tap is in the namespace while the VM runs"
+	else bad "--netns: no tap in the namespace"; $IPR -n hn link show | show; fi
+	if ip link | grep -q ' husk[0-9]*:'; then bad "--netns: a husk tap in the host's namespace"
+	else ok "--netns: no tap in the host's namespace"; fi
+	if $IPR netns exec hn /usr/sbin/nft list tables | grep -q 'table ip husk_'; then
+		ok "--netns: the namespace has the VM's translation table"
+	else bad "--netns: no husk_ table in the namespace"; fi
+	wait $job
+	st=$?
+	if [ $st = 0 ]; then ok "--netns: the allowed destination is reachable (exit 0)"
+	else bad "--netns: exit $st, expected 0"; show $W/out $W/err; guest_detail $W/console; fi
+	has "--netns: the job got the file" $W/out "got-it"
+	has "--netns: the server saw the namespace's address" $W/httpd-ns.log "10\.77\.0\.2"
+	hasnt "--netns: the server never saw the guest's own" $W/httpd-ns.log "10\.200\."
+	if $IPR netns exec hn /usr/sbin/nft list tables | grep -q husk_; then
+		bad "--netns: the translation table outlived the run"
+	else ok "--netns: the translation table is gone with the run"; fi
+	if $IPR -n hn -o link show | grep -q husk; then bad "--netns: a tap outlived the run"
+	else ok "--netns: no tap left in the namespace"; fi
+
+	run "--netns: the filter decides there too" 1 --net egress --netns /run/netns/hn --json \
+		-- sh -c "$NSGET"
+	has "--netns: the host's address is denied" $W/out '"deny-range":[1-9]'
+	run "--netns: the namespace's own address is denied" 1 --net egress \
+		--netns /run/netns/hn --json --allow 0.0.0.0/0 \
+		-- sh -c "echo x | busybox nc -w 2 203.0.113.77 22"
+	has "--netns: 203.0.113.77 is listed as denied" $W/out '"address":"203.0.113.77","protocol":"tcp","port":22,"reason":"deny-range"'
+	run "--netns at a path that is no namespace is refused" 125 --net egress --netns $W/www \
+		-- true
+	has "--netns: the error says why" $W/err "is not a network namespace"
+	run "--netns at a missing path is refused" 125 --net egress --netns /run/netns/nope \
+		-- true
+	has "--netns: the error names the path" $W/err "/run/netns/nope"
+	kill $nsrv 2>/dev/null
+	$IPR netns del hn
+	$IPR link del hv0 2>/dev/null
+	no_leftovers "after the --netns runs"
+else
+	echo "# SKIP --netns part: iproute2's ip or nft(8) is not in the test host"
+fi
 
 kill $srv 2>/dev/null
 echo "testhost net: $pass passed, $fail failed"

@@ -11,6 +11,7 @@
 # Slurm (munge, slurmctld, slurmd) runs `srun --container` through oci.conf,
 # when they were brought in.
 #   oci_inner.py BUILDDIR BUNDLE_ROOTFS RUNC|- PODMAN|- ROOTFS_TAR CONTAINERD|- SLURM|-
+#                CRUN|- IPROUTE2_IP|-
 import ctypes
 import fcntl
 import json
@@ -32,6 +33,7 @@ TAR = sys.argv[5]
 CONTAINERD = sys.argv[6] if len(sys.argv) > 6 and sys.argv[6] != "-" else ""
 SLURM = len(sys.argv) > 7 and sys.argv[7] != "-"
 CRUN = sys.argv[8] if len(sys.argv) > 8 and sys.argv[8] != "-" else ""
+IPR = sys.argv[9] if len(sys.argv) > 9 and sys.argv[9] != "-" else ""
 HUSK = B + "/husk-runc"
 W = "/tmp/oci-inner"
 ROOT = W + "/state"
@@ -367,6 +369,67 @@ for bad_id in ("../x", "a/b", ""):
 r = runtime("start", "nope")
 check(r.returncode != 0 and "does not exist" in r.stderr, "start of no container", r.stderr)
 
+# ---- the engine's network namespace: the guest's NIC lives there, filtered
+# The namespace as an engine makes one: a veth to the test host, its own
+# address and default route; a server on the test host logs who reaches it.
+NS_SRV = "198.51.100.9"
+NSGET = ("printf 'GET /f HTTP/1.0\\r\\n\\r\\n' | busybox nc -w 5 %s 8083 | grep -q hello && "
+         "echo got-it" % NS_SRV)
+httpd = None
+if IPR:
+    def ip(*a):
+        return subprocess.run([IPR] + list(a), capture_output=True, text=True)
+    for a in (("netns", "add", "on"), ("link", "add", "ov0", "type", "veth", "peer", "name", "ov1"),
+              ("link", "set", "ov1", "netns", "on"), ("addr", "add", "10.78.0.1/24", "dev", "ov0"),
+              ("link", "set", "ov0", "up"), ("-n", "on", "link", "set", "lo", "up"),
+              ("-n", "on", "addr", "add", "10.78.0.2/24", "dev", "ov1"),
+              ("-n", "on", "link", "set", "ov1", "up"),
+              ("-n", "on", "route", "add", "default", "via", "10.78.0.1"),
+              ("addr", "add", NS_SRV + "/32", "dev", "lo")):
+        r = ip(*a)
+        check(r.returncode == 0, "netns set-up: ip " + " ".join(a), r.stderr)
+    os.makedirs(W + "/www")
+    with open(W + "/www/f", "w") as f:
+        f.write("hello\n")
+    httpd = subprocess.Popen(["busybox", "httpd", "-f", "-vv", "-p", NS_SRV + ":8083", "-h",
+                              W + "/www"], stderr=open(W + "/httpd-ns.log", "w"))
+    time.sleep(1)
+    def in_netns(bundle):
+        """The bundle's network namespace: the engine's, by path."""
+        with open(bundle + "/config.json") as f:
+            c = json.load(f)
+        c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"]
+                                    if n["type"] != "network"]
+        c["linux"]["namespaces"].append({"type": "network", "path": "/run/netns/on"})
+        with open(bundle + "/config.json", "w") as f:
+            json.dump(c, f)
+    spec(W + "/b9", ["sh", "-c", NSGET],
+         annotations={"io.husk.allow": NS_SRV + "/32:tcp:8083"})
+    in_netns(W + "/b9")
+    o = W + "/r9"
+    with open(o + ".out", "w") as out, open(o + ".err", "w") as err:
+        r = runtime("run", "--bundle", W + "/b9", "r9", stdout=out, stderr=err)
+    check(r.returncode == 0 and "got-it" in open(o + ".out").read(),
+          "linux.namespaces network path: the allowed server is reached from the VM",
+          (r.returncode, open(o + ".out").read()[-300:], open(o + ".err").read()[-800:]))
+    log = open(W + "/httpd-ns.log").read()
+    check("10.78.0.2" in log and "10.200." not in log,
+          "... through the engine's namespace, with its address", log[-400:])
+    spec(W + "/b10", ["sh", "-c", NSGET])
+    in_netns(W + "/b10")
+    o = W + "/r10"
+    with open(o + ".out", "w") as out, open(o + ".err", "w") as err:
+        r = runtime("run", "--bundle", W + "/b10", "r10", stdout=out, stderr=err)
+    check(r.returncode == 1 and "got-it" not in open(o + ".out").read(),
+          "... and without an allow rule the filter drops it (the job's status 1)",
+          (r.returncode, open(o + ".out").read()[-300:], open(o + ".err").read()[-800:]))
+    r = ip("netns", "exec", "on", "/usr/sbin/nft", "list", "tables")
+    check(r.returncode == 0 and "husk_" not in r.stdout and
+          "husk" not in ip("-n", "on", "link", "show").stdout,
+          "nothing of the VMs is left in the engine's namespace", (r.stdout, r.stderr))
+else:
+    print("skip - the engine's network namespace: iproute2 or nft not brought in", flush=True)
+
 # ---- podman --runtime husk-runc (conmon drives the runtime)
 # podman's temporary files (the test host has no /var/tmp)
 os.makedirs(W + "/tmp", exist_ok=True)
@@ -401,6 +464,14 @@ else:
               "podman run --runtime husk-runc: output, env, the job user, exit status 3",
               (r.returncode, r.stdout, r.stderr[-1500:]))
         print("# figure: podman run --rm --runtime husk-runc: %.2f s" % el, flush=True)
+        if IPR:
+            # podman joins a namespace it was given (ns:PATH), as with its own networks.
+            r = podman("run", "--rm", "--network", "ns:/run/netns/on", "--annotation",
+                       "io.husk.allow=%s/32:tcp:8083" % NS_SRV, "localhost/bb", "sh", "-c",
+                       NSGET)
+            check(r.returncode == 0 and "got-it" in r.stdout,
+                  "podman run --network ns:PATH: the VM's traffic leaves through it",
+                  (r.returncode, r.stdout[-300:], r.stderr[-1500:]))
         r = podman("run", "-d", "--network", "none", "--name", "long", "localhost/bb", "sleep",
                    "300")
         check(r.returncode == 0, "podman run -d", r.stderr[-1500:])
@@ -647,6 +718,9 @@ if not SLURM:
 else:
     slurm_test()
 
+if httpd:
+    httpd.kill()
+    httpd.wait()
 time.sleep(1)
 # The engine reaps its containers: the ones this test did not wait for are reaped here.
 while True:

@@ -669,6 +669,11 @@ END_TEST
 START_TEST(run_net_rejected)
 {
 	assert_rejected(RUN("--net", "bridge", "--", "x"), "none or egress");
+	assert_rejected(RUN("--netns", "/run/netns/a", "--", "x"), "--netns needs --net egress");
+	assert_rejected(RUN("--net", "egress", "--netns", "run/netns/a", "--", "x"),
+			"absolute path");
+	ck_assert_int_eq(RUN("--net", "egress", "--netns", "/run/netns/a", "--", "x"), 0);
+	ck_assert_str_eq(ro.netns, "/run/netns/a");
 	assert_rejected(RUN("--allow", "10.0.0.0/8", "--", "x"), "--allow needs --net egress");
 	assert_rejected(RUN("--allow", "[2001:db8::]/32", "--", "x"), "--allow needs --net egress");
 	assert_rejected(RUN("--conn-rate", "10", "--", "x"), "--conn-rate needs --net egress");

@@ -161,21 +161,59 @@ START_TEST(refusals)
 }
 END_TEST
 
-START_TEST(engine_netns_needs_husk_egress)
+/* config() with the network namespace at path (JSON string text) and annotations. */
+static char *with_netns(const char *path, const char *mounts, const char *ann)
 {
 	static const char ns[] = "{\"type\":\"network\"}";
-	struct oci_spec s;
-	char *t = config("", "", "", ""), *at = strstr(t, ns), *q;
+	char *t = config("", mounts, "", ann), *at = strstr(t, ns), *q;
 
-	/* The engine made a network namespace for the container: not joined. */
 	ck_assert_ptr_nonnull(at);
-	ck_assert_int_gt(asprintf(&q, "%.*s{\"type\":\"network\",\"path\":\"/run/netns/x\"}%s",
-				  (int)(at - t), t, at + strlen(ns)), 0);
-	ck_assert_int_ne(oci_spec_parse(q, strlen(q), &s), 0);
-	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "--network none"));
-	oci_spec_free(&s);
-	free(q);
+	ck_assert_int_gt(asprintf(&q, "%.*s{\"type\":\"network\",\"path\":%s}%s",
+				  (int)(at - t), t, path, at + strlen(ns)), 0);
 	free(t);
+	return q;
+}
+
+START_TEST(engine_netns_is_the_nics_home)
+{
+	static const char resolv[] = ",{\"destination\":\"/etc/resolv.conf\",\"type\":\"bind\","
+				     "\"source\":\"/run/x/resolv.conf\",\"options\":[\"rbind\"]}";
+	struct oci_spec s;
+	char *j;
+
+	/* The engine made a network namespace: the guest's NIC goes there, filtered. */
+	ck_assert_int_eq(parse(with_netns("\"/run/netns/x\"", resolv, ""), &s), 0);
+	ck_assert(s.egress);
+	ck_assert_str_eq(s.netns, "/run/netns/x");
+	ck_assert_str_eq(s.resolv_conf, "/run/x/resolv.conf");
+	j = joined(&s);
+	ck_assert_ptr_nonnull(strstr(j, " --net egress --netns /run/netns/x "));
+	free(j);
+	oci_spec_free(&s);
+	/* With allow rules and no annotation: the namespace is the network. */
+	ck_assert_int_eq(parse(with_netns("\"/proc/1/ns/net\"", "",
+					  "{\"io.husk.allow\":\"192.0.2.0/24:tcp:443\"}"), &s), 0);
+	j = joined(&s);
+	ck_assert_ptr_nonnull(strstr(j, "--netns /proc/1/ns/net --allow 192.0.2.0/24:tcp:443"));
+	free(j);
+	oci_spec_free(&s);
+	/* io.husk.net=none: no NIC, wherever the engine put the container. */
+	ck_assert_int_eq(parse(with_netns("\"/run/netns/x\"", "",
+					  "{\"io.husk.net\":\"none\"}"), &s), 0);
+	ck_assert(!s.egress);
+	ck_assert_ptr_null(s.netns);
+	j = joined(&s);
+	ck_assert_ptr_null(strstr(j, "--net"));
+	free(j);
+	oci_spec_free(&s);
+	/* A new, empty namespace (no path) is no network; rules need one. */
+	ck_assert_int_ne(parse(config("", "", "", "{\"io.husk.allow\":\"192.0.2.0/24\"}"), &s),
+			 0);
+	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "need a network"));
+	oci_spec_free(&s);
+	ck_assert_int_ne(parse(with_netns("\"run/netns/x\"", "", ""), &s), 0);
+	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "must be absolute"));
+	oci_spec_free(&s);
 }
 END_TEST
 
@@ -341,7 +379,7 @@ Suite *oci_suite(void)
 	tcase_add_test(tc, runc_spec_becomes_a_job);
 	tcase_add_test(tc, limits_binds_and_annotations);
 	tcase_add_test(tc, refusals);
-	tcase_add_test(tc, engine_netns_needs_husk_egress);
+	tcase_add_test(tc, engine_netns_is_the_nics_home);
 	tcase_add_test(tc, hostile_configs);
 	tcase_add_test(tc, update_resources);
 	tcase_add_test(tc, rlimits_honoured);

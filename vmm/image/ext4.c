@@ -14,17 +14,6 @@
 #include "image/layer.h"
 #include "lib/util.h"
 
-static const char *mke2fs_path(void)
-{
-	static const char *const where[] = { "/usr/sbin/mke2fs", "/sbin/mke2fs" };
-	size_t i;
-
-	for (i = 0; i < ARRAY_SIZE(where); i++)
-		if (access(where[i], X_OK) == 0)
-			return where[i];
-	return "mke2fs";	/* from PATH */
-}
-
 static int mke2fs(const char *stage, const char *out, uint64_t bytes, uint64_t entries)
 {
 	/*
@@ -34,6 +23,8 @@ static int mke2fs(const char *stage, const char *out, uint64_t bytes, uint64_t e
 	 */
 	uint64_t kib = ((bytes >> 10) + entries * 4) * 12 / 10 + (16u << 10);
 	char size[32], inodes[32];
+	char buf[64];
+	const char *prog = sbin_path("mke2fs", buf, sizeof(buf));
 	pid_t pid;
 	int st;
 
@@ -47,7 +38,7 @@ static int mke2fs(const char *stage, const char *out, uint64_t bytes, uint64_t e
 
 		if (nul >= 0)
 			dup2(nul, 1);
-		execlp(mke2fs_path(), "mke2fs", "-q", "-F", "-t", "ext4", "-d", stage,
+		execlp(prog, "mke2fs", "-q", "-F", "-t", "ext4", "-d", stage,
 		       "-L", "husk-root", "-O", "^has_journal", "-b", "4096", "-I", "256",
 		       "-N", inodes, "-E", "root_owner=0:0", out, size, (char *)NULL);
 		_exit(127);

@@ -282,3 +282,15 @@ int signal_by_name(const char *s)
 			return names[i].sig;
 	return -1;
 }
+
+const char *sbin_path(const char *name, char *buf, size_t len)
+{
+	static const char *const dirs[] = { "/usr/sbin", "/sbin" };
+
+	for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
+		snprintf(buf, len, "%s/%s", dirs[i], name);
+		if (access(buf, X_OK) == 0)
+			return buf;
+	}
+	return name;
+}

@@ -83,4 +83,10 @@ int mkdir_p(const char *path, unsigned mode);
  */
 void rm_tree_at(int parent, const char *name);
 
+/*
+ * An administrator's program (mke2fs, nft): /usr/sbin/name or /sbin/name,
+ * which a caller's PATH often lacks; else name itself, for execlp's PATH.
+ */
+const char *sbin_path(const char *name, char *buf, size_t len);
+
 #endif

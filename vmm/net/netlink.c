@@ -230,6 +230,26 @@ int netlink_link_up(int ifindex)
 	return nl_talk(&req, NULL, what);
 }
 
+/* The interface keeps its index in nsfd's namespace unless one there has it. */
+int netlink_link_netns(int ifindex, int nsfd)
+{
+	static __thread struct nl_req req;
+	struct ifinfomsg *ifi;
+	uint32_t fd = nsfd;
+	char what[80];
+	int err;
+
+	snprintf(what, sizeof(what), "moving interface #%d to another network namespace",
+		 ifindex);
+	nl_init(&req, RTM_NEWLINK, NLM_F_ACK, sizeof(*ifi));
+	ifi = NLMSG_DATA(&req.h);
+	ifi->ifi_family = AF_UNSPEC;
+	ifi->ifi_index = ifindex;
+	if ((err = nl_attr(&req.h, IFLA_NET_NS_FD, &fd, sizeof(fd))))
+		return err;
+	return nl_talk(&req, NULL, what);
+}
+
 int netlink_addr_add(int ifindex, int family, const void *addr, unsigned prefixlen,
 		     const void *peer)
 {

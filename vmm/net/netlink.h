@@ -26,6 +26,11 @@ int netlink_link_up(int ifindex);
  */
 int netlink_addr_add(int ifindex, int family, const void *addr, unsigned prefixlen,
 		     const void *peer);
+/*
+ * Move the interface into the network namespace open at nsfd; from then on
+ * only requests made from inside that namespace see it.
+ */
+int netlink_link_netns(int ifindex, int nsfd);
 /* Delete the interface called ifname (-ENODEV if it does not exist). */
 int netlink_link_del(const char *ifname);
 

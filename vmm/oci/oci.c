@@ -13,6 +13,7 @@
  * signals it (husk run stops the VM on SIGTERM, SIGINT and SIGHUP; SIGKILL
  * takes the VM with it), `delete` removes what is left.
  */
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -38,6 +39,7 @@
 #include "image/image.h"
 #include "lib/digest.h"
 #include "lib/util.h"
+#include "net/dns_proxy.h"
 #include "oci/console.h"
 #include "oci/oci.h"
 #include "oci/spec.h"
@@ -277,6 +279,36 @@ static int write_pid_file(const char *path, pid_t pid)
 }
 
 /*
+ * In the engine's network namespace, the DNS proxy forwards to the engine's
+ * resolver: the first nameserver of the resolv.conf it gave the container.
+ */
+static void engine_resolver(const struct oci_spec *s)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	char a[INET6_ADDRSTRLEN], v[INET6_ADDRSTRLEN + 16];
+	int port;
+
+	if (!s->netns || !s->resolv_conf || getenv("HUSK_DNS_UPSTREAM") ||
+	    dns_resolv_conf_upstream(s->resolv_conf, &ss, &len))
+		return;
+	if (ss.ss_family == AF_INET) {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+
+		inet_ntop(AF_INET, &s4->sin_addr, a, sizeof(a));
+		port = ntohs(s4->sin_port);
+		snprintf(v, sizeof(v), "%s:%d", a, port);
+	} else {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+
+		inet_ntop(AF_INET6, &s6->sin6_addr, a, sizeof(a));
+		port = ntohs(s6->sin6_port);
+		snprintf(v, sizeof(v), "[%s]:%d", a, port);
+	}
+	setenv("HUSK_DNS_UPSTREAM", v, 1);
+}
+
+/*
  * The container's process: `husk run` holding its job on fifo_fd; with a
  * terminal, tty (the console's slave) is its stdin, stdout and stderr.
  */
@@ -311,6 +343,7 @@ static pid_t spawn_container(const struct oci_spec *s, const char *key, int fifo
 			fprintf(stderr, "husk oci: %s\n", husk_lasterr());
 			_exit(125);
 		}
+		engine_resolver(s);
 		execv(exe, argv);
 		fprintf(stderr, "husk oci: cannot start %s: %s\n", exe, strerror(errno));
 		_exit(125);

@@ -115,6 +115,7 @@ static int annotations(json_t *o, struct oci_spec *s)
 				return husk_seterr(EINVAL, "annotation io.husk.net: 'none' or "
 						   "'egress', not '%s'", val);
 			s->egress = !strcmp(val, "egress");
+			s->net_none = !s->egress;
 		} else if (!strcmp(k, "io.husk.allow")) {
 			err = comma_list(val, k, s->allow, OCI_MAX_ALLOW, &s->nr_allow, check_allow);
 		} else if (!strcmp(k, "io.husk.allow-host")) {
@@ -136,8 +137,6 @@ static int annotations(json_t *o, struct oci_spec *s)
 		if (err)
 			return err;
 	}
-	if ((s->nr_allow || s->nr_allow_host) && !s->egress)
-		return bad("io.husk.allow and io.husk.allow-host need io.husk.net=egress");
 	return 0;
 }
 
@@ -317,6 +316,9 @@ static int mount_one(json_t *m, size_t i, struct oci_spec *s)
 				   "the workspace /tmp/workspace are writable)", type ? type : "",
 				   dst);
 	}
+	if (!strcmp(dst, "/etc/resolv.conf") && src && src[0] == '/' && !s->resolv_conf &&
+	    !(s->resolv_conf = dup_str(src)))
+		return -ENOMEM;
 	if (vm_has(dst) && !under(dst, "/tmp"))
 		return 0;
 	if (!src || src[0] != '/')
@@ -399,11 +401,16 @@ static int linux_part(json_t *l, struct oci_spec *s)
 		const char *type = json_string_value(json_object_get(v, "type"));
 		const char *path = json_string_value(json_object_get(v, "path"));
 
-		if (type && !strcmp(type, "network") && path && *path && !s->egress)
-			return husk_seterr(ENOTSUP, "config.json: joining the network namespace %s "
-					   "is not supported: run with no network (podman "
-					   "--network none), or give husk's own filtered egress with "
-					   "the annotation io.husk.net=egress", path);
+		if (!type || strcmp(type, "network") || !path || !*path || s->net_none)
+			continue;
+		/* The engine's namespace: the guest's NIC lives there, filtered. */
+		if (path[0] != '/' || strlen(path) > 4095)
+			return bad("linux.namespaces: a network namespace's path must be absolute");
+		free(s->netns);
+		s->netns = dup_str(path);
+		if (!s->netns)
+			return -ENOMEM;
+		s->egress = true;
 	}
 	return 0;
 }
@@ -472,6 +479,9 @@ int oci_spec_parse(const char *text, size_t len, struct oci_spec *s)
 	}
 	if (!err)
 		err = linux_part(json_object_get(c, "linux"), s);
+	if (!err && (s->nr_allow || s->nr_allow_host) && !s->egress)
+		err = bad("io.husk.allow and io.husk.allow-host need a network: the annotation "
+			  "io.husk.net=egress or a network namespace of the engine's");
 	json_decref(c);
 	return err;
 }
@@ -495,6 +505,8 @@ void oci_spec_free(struct oci_spec *s)
 		free(s->binds[i].dst);
 	}
 	free(s->cwd);
+	free(s->netns);
+	free(s->resolv_conf);
 	free(s->hostname);
 	free(s->root);
 	free(s->annotations_json);
@@ -568,6 +580,8 @@ int oci_spec_argv(const struct oci_spec *s, const char *image, const char *image
 		err = push(&b, "--env") || push(&b, s->env[i]);
 	if (!err && s->egress)
 		err = push(&b, "--net") || push(&b, "egress");
+	if (!err && s->netns)
+		err = push(&b, "--netns") || push(&b, s->netns);
 	for (i = 0; !err && i < s->nr_allow; i++)
 		err = push(&b, "--allow") || push(&b, s->allow[i]);
 	for (i = 0; !err && i < s->nr_allow_host; i++)

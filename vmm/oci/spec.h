@@ -40,7 +40,10 @@ struct oci_spec {
 	uint64_t mem_mib;		/* linux.resources.memory.limit, MiB; 0: husk's default */
 	unsigned cpu_milli;		/* quota/period in thousandths of a CPU; 0: default */
 	unsigned timeout_s;		/* io.husk.timeout, else OCI_DEFAULT_TIMEOUT_S */
-	bool egress;			/* io.husk.net = egress */
+	bool egress;			/* io.husk.net = egress, or the engine's netns */
+	bool net_none;			/* io.husk.net = none: no NIC, whatever the netns */
+	char *netns;			/* linux.namespaces' network path: the NIC's home */
+	char *resolv_conf;		/* the engine's resolv.conf (its bind mount's source) */
 	bool terminal;			/* process.terminal: a pty (--console-socket) */
 	char *allow[OCI_MAX_ALLOW];	/* io.husk.allow, comma separated */
 	int nr_allow;

@@ -13,6 +13,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,7 @@
 #include "net/egress.h"
 #include "sandbox/jail.h"
 #include "net/netlink.h"
+#include "net/netns.h"
 #include "net/netpool.h"
 #include "run/run_int.h"
 #include "net/tap.h"
@@ -39,6 +41,9 @@
 struct run_egress {
 	const struct run_opts *o;
 	int slot_fd;			/* flock'ed NET_LOCK_DIR/<slot>.lock */
+	int slot;
+	int ns_fd;			/* --netns: the tap's namespace, else -1 */
+	bool nat_on;			/* netns_nat_add() made this slot's table */
 	int ifindex;
 	bool egress_on;			/* filter attached to ifindex */
 	char ifname[IFNAMSIZ];
@@ -224,32 +229,27 @@ void run_net_rules(const struct run_egress *N, const struct run_allow **allow, u
 	*nh = N->nr_hosts;
 }
 
-static int setup(struct run_egress *N, int *tap_fd)
+/*
+ * The tap's own side: its address, the filter on it, and with --netns the
+ * namespace's addresses denied like the host's (a snapshot: the watch is
+ * the host's). Runs in the namespace where the tap now is.
+ */
+static int tap_side(struct run_egress *N)
 {
 	const struct run_opts *o = N->o;
 	struct egress_policy pol;
-	struct netpool pool;
-	char name[IFNAMSIZ];
-	unsigned i;
-	int slot, fd, err;
+	int err;
 
-	slot = lock_slot(N);
-	if (slot < 0)
-		return slot;
-	err = netpool_parse(NETPOOL_DEFAULT, &pool);
-	if (!err)
-		err = netpool_lease(&pool, slot, &N->lease);
-	if (err)
-		return husk_seterr(err, "no addresses for network slot %d", slot);
-	snprintf(name, sizeof(name), "husk%d", slot);
-	fd = tap_open(name, N->ifname);
-	if (fd < 0)
-		return fd;
-	*tap_fd = fd;
-	err = netlink_ifindex(N->ifname);
-	if (err < 0)
-		return err;
-	N->ifindex = err;
+	if (N->ns_fd >= 0) {
+		/* The move keeps the index unless the namespace has one like it. */
+		err = netlink_ifindex(N->ifname);
+		if (err < 0)
+			return err;
+		if (err != N->ifindex)
+			return husk_seterr(EEXIST, "%s: the network namespace has an interface "
+					   "with index %d already; try again", o->netns,
+					   N->ifindex);
+	}
 	/* Host end .1, point-to-point to the guest's .2. */
 	err = netlink_addr_add(N->ifindex, AF_INET, &N->lease.host, N->lease.prefixlen,
 			       &N->lease.guest);
@@ -275,6 +275,67 @@ static int setup(struct run_egress *N, int *tap_fd)
 	if (err)
 		return err;
 	N->egress_on = true;
+	if (N->ns_fd >= 0) {
+		err = egress_deny_host_addrs();
+		if (err < 0)
+			return err;
+	}
+	return 0;
+}
+
+/* Move the tap into --netns and set up its side there. */
+static int tap_side_in(struct run_egress *N)
+{
+	int saved, err, e;
+
+	N->ns_fd = netns_open(N->o->netns);
+	if (N->ns_fd < 0)
+		return N->ns_fd;
+	err = netlink_link_netns(N->ifindex, N->ns_fd);
+	if (err)
+		return err;
+	saved = netns_enter(N->ns_fd);
+	if (saved < 0)
+		return saved;
+	err = tap_side(N);
+	e = netns_leave(saved);
+	if (err || e)
+		return err ? err : e;
+	err = netns_nat_add(N->ns_fd, N->slot, N->ifname, N->lease.guest);
+	if (!err)
+		N->nat_on = true;
+	return err;
+}
+
+static int setup(struct run_egress *N, int *tap_fd)
+{
+	const struct run_opts *o = N->o;
+	struct netpool pool;
+	char name[IFNAMSIZ];
+	unsigned i;
+	int slot, fd, err;
+
+	slot = lock_slot(N);
+	if (slot < 0)
+		return slot;
+	N->slot = slot;
+	err = netpool_parse(NETPOOL_DEFAULT, &pool);
+	if (!err)
+		err = netpool_lease(&pool, slot, &N->lease);
+	if (err)
+		return husk_seterr(err, "no addresses for network slot %d", slot);
+	snprintf(name, sizeof(name), "husk%d", slot);
+	fd = tap_open(name, N->ifname);
+	if (fd < 0)
+		return fd;
+	*tap_fd = fd;
+	err = netlink_ifindex(N->ifname);
+	if (err < 0)
+		return err;
+	N->ifindex = err;
+	err = o->netns ? tap_side_in(N) : tap_side(N);
+	if (err)
+		return err;
 	/*
 	 * The whole pool, whatever --allow says: other VMs' gateways are the
 	 * host's own addresses (local delivery, not forwarding), other VMs'
@@ -305,7 +366,8 @@ static int setup(struct run_egress *N, int *tap_fd)
 	for (i = 0; i < o->nr_allow_host; i++)
 		if (!(N->hosts[N->nr_hosts++] = strdup(o->allow_host[i])))
 			return husk_seterr(ENOMEM, "out of memory");
-	husk_debug("net: slot %d, %s, guest %s", slot, N->ifname, inet_ntoa(N->lease.guest));
+	husk_debug("net: slot %d, %s%s%s, guest %s", slot, N->ifname, o->netns ? " in " : "",
+		   o->netns ? o->netns : "", inet_ntoa(N->lease.guest));
 	return 0;
 }
 
@@ -356,18 +418,31 @@ static void on_dns_tick(void *arg, uint64_t now)
 
 /*
  * The resolver the proxy forwards to: HUSK_DNS_UPSTREAM (an address,
- * optionally ":PORT", IPv6 in brackets) or the host's resolv.conf.
+ * optionally ":PORT", IPv6 in brackets) or the host's resolv.conf; for
+ * --netns /run/netns/NAME, /etc/netns/NAME/resolv.conf when there is one
+ * (ip-netns(8)'s convention: what that namespace's programs see).
  */
-static int dns_upstream(struct sockaddr_storage *ss, socklen_t *len)
+static int dns_upstream(const struct run_egress *N, struct sockaddr_storage *ss,
+			socklen_t *len)
 {
+	char conf[PATH_MAX] = "/etc/resolv.conf";
 	const char *e = getenv("HUSK_DNS_UPSTREAM");
 	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
 	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
 	char host[INET6_ADDRSTRLEN + 2], *port = NULL, *end;
+	const char *ns = N->o->netns;
 	unsigned long p = 53;
 
+	if (ns && !strncmp(ns, "/run/netns/", 11) && !strchr(ns + 11, '/') && ns[11]) {
+		char c[PATH_MAX];
+
+		snprintf(c, sizeof(c), "/etc/netns/%s/resolv.conf", ns + 11);
+		if (!access(c, R_OK))
+			snprintf(conf, sizeof(conf), "%s", c);
+	}
+
 	if (!e || !*e)
-		return dns_resolv_conf_upstream("/etc/resolv.conf", ss, len);
+		return dns_resolv_conf_upstream(conf, ss, len);
 	snprintf(host, sizeof(host), "%s", e);
 	memset(ss, 0, sizeof(*ss));
 	if (host[0] == '[') {
@@ -432,9 +507,9 @@ static int helper_start(struct run_egress *N)
 	struct dns_helper_cfg cfg = { 0 };
 	struct sockaddr_storage up;
 	socklen_t ulen;
-	int err;
+	int err, saved, e;
 
-	err = N->nr_hosts ? dns_upstream(&up, &ulen) : 0;
+	err = N->nr_hosts ? dns_upstream(N, &up, &ulen) : 0;
 	if (err)
 		return husk_seterr(err, "--allow-host needs an upstream resolver: %s",
 				   husk_lasterr());
@@ -467,7 +542,15 @@ static int helper_start(struct run_egress *N)
 	cfg.learn = on_dns_learn;
 	cfg.tick = on_dns_tick;
 	cfg.arg = N;
-	return dns_helper_start(&N->dns, &cfg);
+	if (N->ns_fd < 0)
+		return dns_helper_start(&N->dns, &cfg);
+	/* Its sockets at the gateway and to the upstream: in the tap's namespace. */
+	saved = netns_enter(N->ns_fd);
+	if (saved < 0)
+		return saved;
+	err = dns_helper_start(&N->dns, &cfg);
+	e = netns_leave(saved);
+	return err ? err : e;
 }
 
 int run_net_dns_start(struct run_egress *N, const struct husk_cgroup *cg)
@@ -539,7 +622,7 @@ int run_net_set_hosts(struct run_egress *N, char *const *hosts, unsigned n)
 		struct sockaddr_storage up;
 		socklen_t ulen;
 
-		if (dns_upstream(&up, &ulen))
+		if (dns_upstream(N, &up, &ulen))
 			return husk_seterr(EINVAL, "allowed hosts need an upstream resolver: %s",
 					   husk_lasterr());
 	}
@@ -622,7 +705,7 @@ int run_net_setup(struct run_egress **np, const struct run_opts *o, int *tap_fd,
 	if (!N)
 		return husk_seterr(ENOMEM, "out of memory");
 	N->o = o;
-	N->slot_fd = N->watch_fd = N->dns_uid_lock = -1;
+	N->slot_fd = N->watch_fd = N->dns_uid_lock = N->ns_fd = -1;
 	err = setup(N, tap_fd);
 	if (err)
 		return err;
@@ -688,6 +771,10 @@ void run_net_teardown(struct run_egress *N, struct run_result *r)
 	}
 	if (N->anomaly[0])
 		snprintf(r->anomaly, sizeof(r->anomaly), "%s", N->anomaly);
+	if (N->nat_on && netns_nat_del(N->ns_fd, N->slot))
+		husk_msg("warning: %s", husk_lasterr());
+	if (N->ns_fd >= 0)
+		close(N->ns_fd);
 	if (N->slot_fd >= 0)
 		close(N->slot_fd);	/* unlocks the slot */
 	for (unsigned i = 0; i < N->nr_hosts; i++)
