@@ -74,7 +74,7 @@ static bool env_has(char **env, size_t n, const char *key)
 static char **job_env(const struct job_spec *js)
 {
 	static const char *const defaults[] = {
-		"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=", "USER=agentuser",
+		"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=", "USER=",
 	};
 	char **env = calloc(js->nenv + ARRAY_SIZE(defaults) + 1, sizeof(*env));
 	char key[16];
@@ -91,6 +91,8 @@ static char **job_env(const struct job_spec *js)
 		if (!strcmp(key, "HOME")) {
 			if (asprintf(&env[n++], "HOME=%s", cfg.workspace) < 0)
 				return NULL;
+		} else if (!strcmp(key, "USER")) {
+			env[n++] = js->root ? "USER=root" : "USER=agentuser";
 		} else {
 			env[n++] = (char *)defaults[i];
 		}
@@ -113,7 +115,7 @@ _Noreturn void child_fail(int errfd)
  * the new session's leader, so it is its controlling terminal, and the job
  * user's (devpts gives it to whoever made it).
  */
-static int open_tty(int index)
+static int open_tty(int index, bool root)
 {
 	char path[32];
 	int fd;
@@ -122,7 +124,8 @@ static int open_tty(int index)
 	fd = open(path, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return husk_seterr(errno, "open the job's terminal %s: %s", path, strerror(errno));
-	if (ioctl(fd, TIOCSCTTY, 0) || (cfg.drop_user && fchown(fd, AGENT_UID, AGENT_GID)))
+	if (ioctl(fd, TIOCSCTTY, 0) || (cfg.drop_user && !root &&
+					 fchown(fd, AGENT_UID, AGENT_GID)))
 		return husk_seterr(errno, "make %s the job's terminal: %s", path, strerror(errno));
 	return fd;
 }
@@ -146,7 +149,7 @@ _Noreturn void job_exec(const struct job_spec *js, const struct job_fds *f, cons
 	/* The stdin pipe exists before the job does: without stdin frames, /dev/null. */
 	in = js->stdin_frames ? f->in : open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (js->tty >= 0) {
-		in = open_tty(js->tty);
+		in = open_tty(js->tty, js->root);
 		if (in < 0)
 			child_fail(f->errfd);
 		if (dup2(in, 0) < 0 || dup2(in, 1) < 0 || dup2(in, 2) < 0) {

@@ -213,6 +213,45 @@ int sandbox_drop_user(void)
 	return err;
 }
 
+/*
+ * Root in the guest, as a container engine gives it by default: uid 0 with
+ * only a container's capabilities, every other one gone from the bounding
+ * set too (an exec of uid 0 gets the bounding set), and no_new_privs.
+ * Mounts, namespaces, modules and the clock stay the seccomp filter's.
+ */
+static int keep_root(void)
+{
+	static const int container_caps[] = {
+		CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_FSETID, CAP_KILL, CAP_SETGID,
+		CAP_SETUID, CAP_SETPCAP, CAP_NET_BIND_SERVICE, CAP_NET_RAW, CAP_SYS_CHROOT,
+		CAP_MKNOD, CAP_AUDIT_WRITE, CAP_SETFCAP,
+	};
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2];
+	uint64_t keep = 0;
+	int cap, n = last_cap();
+
+	for (size_t i = 0; i < ARRAY_SIZE(container_caps); i++)
+		keep |= 1ull << container_caps[i];
+	for (cap = 0; cap <= n; cap++)
+		if (!(keep >> cap & 1) && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) && errno != EINVAL)
+			return husk_seterr(errno, "drop capability %d from the bounding set: %s",
+					   cap, strerror(errno));
+	if (setgroups(0, NULL))
+		return husk_seterr(errno, "setgroups: %s", strerror(errno));
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) && errno != EINVAL)
+		return husk_seterr(errno, "clear ambient capabilities: %s", strerror(errno));
+	memset(data, 0, sizeof(data));
+	for (int i = 0; i < 2; i++)
+		data[i].permitted = data[i].effective = data[i].inheritable =
+			(uint32_t)(keep >> (32 * i));
+	if (syscall(SYS_capset, &hdr, data))
+		return husk_seterr(errno, "set the capability sets: %s", strerror(errno));
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return husk_seterr(errno, "PR_SET_NO_NEW_PRIVS: %s", strerror(errno));
+	return 0;
+}
+
 /* ---- seccomp ---- */
 
 /*
@@ -384,7 +423,7 @@ int sandbox_enter(const struct job_spec *js, const char *cgroup)
 			return err;
 	}
 	/* Per-uid process count: only meaningful once we are the agent user. */
-	if (cfg.drop_user) {
+	if (cfg.drop_user && !js->root) {
 		give_stdio();
 		err = set_limit(js, RLIMIT_NPROC, "RLIMIT_NPROC", js->pids_limit);
 		if (err)
@@ -406,7 +445,7 @@ int sandbox_enter(const struct job_spec *js, const char *cgroup)
 					  (unsigned long long)rl.rlim_max, strerror(errno));
 	}
 	if (!err)
-		err = sandbox_drop_user();
+		err = cfg.drop_user && js->root ? keep_root() : sandbox_drop_user();
 	if (!err)
 		err = install_seccomp();
 	return err;

@@ -106,6 +106,9 @@ const char cli_run_usage[] =
 	"                      transparent huge pages where the host has them)\n"
 	"  --cwd DIR           the job's working directory (default the workspace;\n"
 	"                      a relative DIR is below it)\n"
+	"  --user USER         agentuser (default) or root: root in the guest, with\n"
+	"                      a container's capabilities (the VM is still the\n"
+	"                      boundary; the root image stays read-only)\n"
 	"  --hostname NAME     the job's host name (its own UTS namespace; 1..63 of\n"
 	"                      letters, digits, '-' and '.')\n"
 	"  --rlimit NAME=SOFT[:HARD]\n"
@@ -681,7 +684,7 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 	       O_PIDS_MAX, O_UID_RANGE, O_NO_JAIL, O_GET_KEEP_MODES, O_JSON_FD, O_RESULT,
 	       O_TEMPLATE, O_TEMPLATE_DIR, O_NO_HUGEPAGES, O_SESSION_FD, O_SERVER, O_CWD, O_HOSTNAME, O_TTY,
 	       O_RLIMIT, O_TMPFS,
-	       O_POLICY_FD, O_IMAGE, O_IMAGE_DIR, O_HOLD_FD, O_NETNS };
+	       O_POLICY_FD, O_IMAGE, O_IMAGE_DIR, O_HOLD_FD, O_NETNS, O_USER };
 	bool mem_set = false, vcpus_set = false;
 	static const struct option opts[] = {
 		{ "kernel", required_argument, NULL, O_KERNEL },
@@ -702,6 +705,7 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 		{ "help", no_argument, NULL, O_HELP },
 		{ "net", required_argument, NULL, O_NET },
 		{ "netns", required_argument, NULL, O_NETNS },
+		{ "user", required_argument, NULL, O_USER },
 		{ "allow", required_argument, NULL, O_ALLOW },
 		{ "conn-rate", required_argument, NULL, O_CONN_RATE },
 		{ "egress-limit", required_argument, NULL, O_EGRESS_LIMIT },
@@ -878,6 +882,15 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 						  "letters, digits, '-' and '.', not first '-' or '.')",
 						  optarg, PROTO_HOSTNAME_MAX);
 			break;
+		case O_USER:
+			if (!strcmp(optarg, "root") || !strcmp(optarg, "0"))
+				o->job.root = true;
+			else if (!strcmp(optarg, "agentuser"))
+				o->job.root = false;
+			else
+				err = husk_seterr(EINVAL, "--user must be agentuser or root, not '%s' "
+						  "(jobs run as one of the guest's two users)", optarg);
+			break;
 		case O_TTY:
 			o->job.terminal = true;
 			break;
@@ -980,6 +993,11 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 		return husk_seterr(EINVAL, "--rlimit does not go through husk serve (yet)");
 	if (o->job.nr_tmpfs && o->server)
 		return husk_seterr(EINVAL, "--tmpfs does not go through husk serve (yet)");
+	if (o->job.root && o->server)
+		return husk_seterr(EINVAL, "--user root does not go through husk serve (yet)");
+	if (o->netns && o->server)
+		return husk_seterr(EINVAL, "--netns is a namespace of this host's: not with "
+				   "--server");
 	if (o->get_always && !o->nr_get)
 		return husk_seterr(EINVAL, "--get-always without --get");
 	if (o->get_keep_modes && !o->nr_get)
@@ -1017,9 +1035,11 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 	if (o->job.terminal && (o->session_fd >= 0 || o->template_create))
 		return husk_seterr(EINVAL, "--tty is a job's: not with --session-fd or a "
 				   "template's creation");
-	if ((o->job.nr_rlimits || o->job.nr_tmpfs) && (o->session_fd >= 0 || o->template_create))
+	if ((o->job.nr_rlimits || o->job.nr_tmpfs || o->job.root) &&
+	    (o->session_fd >= 0 || o->template_create))
 		return husk_seterr(EINVAL, "--%s is a job's: not with --session-fd or a "
-				   "template's creation", o->job.nr_rlimits ? "rlimit" : "tmpfs");
+				   "template's creation", o->job.nr_rlimits ? "rlimit" :
+				   o->job.nr_tmpfs ? "tmpfs" : "user");
 	if (o->hold_fd >= 0 && (o->session_fd >= 0 || o->template_create))
 		return husk_seterr(EINVAL, "--hold-fd holds a job: not with --session-fd or a "
 				   "template's creation");

@@ -203,6 +203,15 @@ check(r.returncode == 0 and "\nt\n" in out8 and
       " /tmp/data tmpfs rw,nosuid,nodev,noexec,relatime,size=1024k" in out8,
       "a tmpfs mount of the bundle's: its size and flags, writable", out8[-1500:])
 
+# ---- root in the guest only on the bundle's request (io.husk.user)
+spec(W + "/b11", ["sh", "-c", "id -u"], annotations={"io.husk.user": "root"})
+o = W + "/r11"
+with open(o + ".out", "w") as out, open(o + ".err", "w") as err:
+    r = runtime("run", "--bundle", W + "/b11", "r11", stdout=out, stderr=err)
+check(r.returncode == 0 and open(o + ".out").read() == "0\n",
+      "io.husk.user=root: the process is root in the guest; uid 0 alone maps to agentuser",
+      (r.returncode, open(o + ".out").read()[-200:], open(o + ".err").read()[-500:]))
+
 # ---- kill: SIGTERM stops a running container; delete needs --force while it runs
 spec(W + "/b2", ["sh", "-c", "echo up; i=0; while [ $i -lt 600 ]; do echo t$i; i=$((i+1)); "
                  "sleep 0.2; done"])
@@ -472,6 +481,31 @@ else:
             check(r.returncode == 0 and "got-it" in r.stdout,
                   "podman run --network ns:PATH: the VM's traffic leaves through it",
                   (r.returncode, r.stdout[-300:], r.stderr[-1500:]))
+        # A read-only bind (copied in), the working directory, and users: -u maps
+        # to agentuser, root in the guest only on io.husk.user=root.
+        os.makedirs(W + "/vol")
+        with open(W + "/vol/f", "w") as f:
+            f.write("from the host\n")
+        r = podman("run", "--rm", "--network", "none", "-v", W + "/vol:/tmp/workspace/data:ro",
+                   "-w", "/tmp/workspace/data", "-u", "1234", "localhost/bb", "sh", "-c",
+                   "cat f; pwd; id -u")
+        check(r.returncode == 0 and r.stdout == "from the host\n/tmp/workspace/data\n1000\n",
+              "podman run -v DIR:DST:ro -w DST -u 1234: the file, the directory, agentuser",
+              (r.returncode, r.stdout, r.stderr[-1500:]))
+        r = podman("run", "--rm", "--network", "none", "--annotation", "io.husk.user=root",
+                   "localhost/bb", "id", "-u")
+        check(r.returncode == 0 and r.stdout == "0\n",
+              "podman run --annotation io.husk.user=root: root in the guest",
+              (r.returncode, r.stdout, r.stderr[-1500:]))
+        r = podman("run", "-d", "--network", "none", "--name", "k", "localhost/bb", "sleep",
+                   "300")
+        rk = podman("kill", "k")
+        podman("wait", "k", timeout=120)
+        ri = podman("inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}", "k")
+        check(r.returncode == 0 and rk.returncode == 0 and ri.stdout.split() == ["exited", "137"],
+              "podman kill: SIGKILL ends the container, exit code 137",
+              (r.stderr[-500:], rk.stderr[-500:], ri.stdout, ri.stderr[-500:]))
+        podman("rm", "-f", "k")
         r = podman("run", "-d", "--network", "none", "--name", "long", "localhost/bb", "sleep",
                    "300")
         check(r.returncode == 0, "podman run -d", r.stderr[-1500:])

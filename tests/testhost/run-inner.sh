@@ -147,6 +147,18 @@ run "--hostname names the job's machine" 0 --hostname box-7.example -- sh -c 'ho
 same "hostname says box-7.example" $W/out "$(printf 'box-7.example\nbox-7.example')"
 run "a bad --hostname is a usage error" 2 --hostname 'a;b' -- true
 has "and says why" $W/err "is not a host name"
+
+# --user root: uid 0 in the guest with a container engine's default
+# capabilities (docker's 0xa80425fb), nothing more: seccomp still refuses
+# mounts, the root image stays read-only; agentuser by default.
+run "--user root runs the job as root" 0 --user root -- sh -c \
+	'id -u; echo $USER; grep -E "^Cap(Eff|Bnd)" /proc/self/status; echo x >w; chown 4242 w && stat -c %u w; mount -t tmpfs t /mnt 2>/dev/null || echo no-mount; (echo y >/etc/y) 2>/dev/null || echo ro-root'
+same "--user root: uid 0, the container set, chown works, no mount, read-only root" $W/out "$(printf '0\nroot\nCapEff:\t00000000a80425fb\nCapBnd:\t00000000a80425fb\n4242\nno-mount\nro-root')"
+run "the default user is agentuser, without capabilities" 0 -- sh -c \
+	'id -u; echo $USER; grep -E "^CapEff" /proc/self/status'
+same "agentuser: uid 1000, no capabilities" $W/out "$(printf '1000\nagentuser\nCapEff:\t0000000000000000')"
+run "--user with another name is a usage error" 2 --user nobody -- true
+
 run "--rlimit: the job's own limits" 0 --rlimit nofile=100:200 --rlimit nproc=unlimited \
 	--rlimit nofile=300:100000 -- sh -c 'ulimit -Sn; ulimit -Hn; ulimit -Hu'
 same "soft and hard apart, the last of a resource wins, above husk's default hard limit" \

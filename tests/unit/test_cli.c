@@ -482,6 +482,24 @@ START_TEST(run_hostname)
 }
 END_TEST
 
+START_TEST(run_user)
+{
+	ck_assert_int_eq(RUN("--user", "root", "--", "id"), 0);
+	ck_assert(ro.job.root);
+	ck_assert_int_eq(RUN("--user", "agentuser", "--", "id"), 0);
+	ck_assert(!ro.job.root);
+	ck_assert_int_eq(RUN("--", "id"), 0);
+	ck_assert(!ro.job.root);
+	assert_rejected(RUN("--user", "nobody", "--", "id"), "agentuser or root");
+	assert_rejected(RUN("--user", "", "--", "id"), "agentuser or root");
+	assert_rejected(RUN("--user", "root", "--session-fd", "3"), "not with --session-fd");
+	assert_rejected(RUN("--user", "root", "--server", "/s", "--", "id"),
+			"does not go through husk serve");
+	assert_rejected(RUN("--net", "egress", "--netns", "/run/netns/a", "--server", "/s", "--",
+			    "id"), "not with --server");
+}
+END_TEST
+
 START_TEST(run_tty)
 {
 	ck_assert_int_eq(RUN("--tty", "--stdin", "--", "sh"), 0);
@@ -1213,6 +1231,7 @@ Suite *cli_suite(void)
 	tcase_add_test(tc, run_uid_range_rejected);
 	tcase_add_test(tc, run_image);
 	tcase_add_test(tc, run_hostname);
+	tcase_add_test(tc, run_user);
 	tcase_add_test(tc, run_rlimit);
 	tcase_add_test(tc, run_tmpfs);
 	tcase_add_test(tc, run_tty);

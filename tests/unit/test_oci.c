@@ -145,6 +145,7 @@ START_TEST(refusals)
 		{ "", "", "", "{\"io.husk.net\":\"egress\",\"io.husk.allow\":\"nonsense\"}",
 		  "io.husk.allow" },
 		{ "", "", "", "{\"io.husk.timeout\":\"0\"}", "io.husk.timeout" },
+		{ "", "", "", "{\"io.husk.user\":\"0\"}", "'agentuser' or 'root'" },
 	};
 
 	struct oci_spec s;
@@ -195,6 +196,13 @@ START_TEST(engine_netns_is_the_nics_home)
 					  "{\"io.husk.allow\":\"192.0.2.0/24:tcp:443\"}"), &s), 0);
 	j = joined(&s);
 	ck_assert_ptr_nonnull(strstr(j, "--netns /proc/1/ns/net --allow 192.0.2.0/24:tcp:443"));
+	/* Root in the guest only on the annotation; process.user.uid 0 is not asking. */
+	ck_assert_ptr_null(strstr(j, "--user"));
+	free(j);
+	oci_spec_free(&s);
+	ck_assert_int_eq(parse(config("", "", "", "{\"io.husk.user\":\"root\"}"), &s), 0);
+	j = joined(&s);
+	ck_assert_ptr_nonnull(strstr(j, " --user root "));
 	free(j);
 	oci_spec_free(&s);
 	/* io.husk.net=none: no NIC, wherever the engine put the container. */

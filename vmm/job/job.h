@@ -56,6 +56,7 @@ struct job_opts {
 	struct job_tmpfs tmpfs[JOB_MAX_TMPFS];
 	unsigned nr_tmpfs;
 	bool session;			/* a session: commands come later (P_EXEC) */
+	bool root;			/* uid 0 in the guest, not agentuser */
 };
 
 /* One command of a session (P_EXEC). */

@@ -946,16 +946,18 @@ static int cmd_features(void)
 {
 	json_t *o = json_pack(
 		"{s:s,s:s,s:[],s:[s,s,s,s,s,s],s:{s:[s,s,s,s,s,s,s],s:[],s:{s:b,s:b,s:b},"
-		"s:{s:b}},s:{s:s,s:s,s:s,s:s}}",
+		"s:{s:b}},s:{s:s,s:s,s:s,s:s,s:s}}",
 		"ociVersionMin", "1.0.0", "ociVersionMax", OCI_VERSION, "hooks",
 		"mountOptions", "bind", "rbind", "ro", "nosuid", "nodev", "noexec",
 		"linux", "namespaces", "cgroup", "ipc", "mount", "network", "pid", "user", "uts",
 		"capabilities", "cgroup", "v1", false, "v2", true, "systemd", false,
 		"seccomp", "enabled", false,
-		"annotations", "io.husk.net", "none or egress: husk's own filtered NIC",
+		"annotations", "io.husk.net", "none or egress: the filtered NIC (in the engine's "
+		"network namespace when there is one; none: no NIC)",
 		"io.husk.allow", "egress allow rules, comma separated (husk run --allow)",
 		"io.husk.allow-host", "host names the job may resolve and reach",
-		"io.husk.timeout", "seconds the container may run (default a week)");
+		"io.husk.timeout", "seconds the container may run (default a week)",
+		"io.husk.user", "agentuser (default) or root: the process's user in the guest");
 	char *s = o ? json_dumps(o, JSON_INDENT(2)) : NULL;
 
 	json_decref(o);

@@ -121,6 +121,12 @@ static int annotations(json_t *o, struct oci_spec *s)
 		} else if (!strcmp(k, "io.husk.allow-host")) {
 			err = comma_list(val, k, s->allow_host, OCI_MAX_ALLOW, &s->nr_allow_host,
 					 cli_check_allow_host);
+		} else if (!strcmp(k, "io.husk.user")) {
+			/* Root in the guest only when asked: process.user.uid 0 is every spec's. */
+			if (strcmp(val, "root") && strcmp(val, "agentuser"))
+				return husk_seterr(EINVAL, "annotation io.husk.user: 'agentuser' or "
+						   "'root', not '%s'", val);
+			s->guest_root = !strcmp(val, "root");
 		} else if (!strcmp(k, "io.husk.timeout")) {
 			char *end;
 			unsigned long t = strtoul(val, &end, 10);
@@ -132,7 +138,8 @@ static int annotations(json_t *o, struct oci_spec *s)
 		} else {
 			/* A typo must not silently drop a security setting. */
 			return husk_seterr(EINVAL, "annotation %s is not one of husk's (io.husk.net, "
-					   "io.husk.allow, io.husk.allow-host, io.husk.timeout)", k);
+					   "io.husk.allow, io.husk.allow-host, io.husk.timeout, "
+					   "io.husk.user)", k);
 		}
 		if (err)
 			return err;
@@ -568,6 +575,8 @@ int oci_spec_argv(const struct oci_spec *s, const char *image, const char *image
 		err = push(&b, "--hostname") || push(&b, s->hostname);
 	if (!err && s->terminal)
 		err = push(&b, "--tty");
+	if (!err && s->guest_root)
+		err = push(&b, "--user") || push(&b, "root");
 	for (i = 0; !err && i < s->nr_rlimits; i++)
 		err = push(&b, "--rlimit") || push(&b, s->rlimits[i]);
 	for (i = 0; !err && i < s->nr_tmpfs; i++)

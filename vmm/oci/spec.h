@@ -45,6 +45,7 @@ struct oci_spec {
 	char *netns;			/* linux.namespaces' network path: the NIC's home */
 	char *resolv_conf;		/* the engine's resolv.conf (its bind mount's source) */
 	bool terminal;			/* process.terminal: a pty (--console-socket) */
+	bool guest_root;		/* io.husk.user = root: uid 0 in the guest */
 	char *allow[OCI_MAX_ALLOW];	/* io.husk.allow, comma separated */
 	int nr_allow;
 	char *allow_host[OCI_MAX_ALLOW];	/* io.husk.allow-host */
