@@ -8,7 +8,6 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "x86/cpuid_x86.h"
 #include "machine/kvm.h"
 #include "lib/util.h"
 
@@ -53,24 +52,6 @@ static int open_error(const char *path, int err)
 	}
 }
 
-static int get_cpuid(struct kvm_sys *k)
-{
-	struct kvm_cpuid2 *c;
-
-	c = calloc(1, sizeof(*c) + CPUID_MAX_ENTRIES * sizeof(c->entries[0]));
-	if (!c)
-		return husk_seterr(ENOMEM, "out of memory");
-	c->nent = CPUID_MAX_ENTRIES;
-	if (ioctl(k->fd, KVM_GET_SUPPORTED_CPUID, c) < 0) {
-		int err = errno;
-
-		free(c);
-		return husk_seterr(err, "KVM_GET_SUPPORTED_CPUID: %s", strerror(err));
-	}
-	k->cpuid = c;
-	return 0;
-}
-
 int kvm_open(struct kvm_sys *k, const char *path)
 {
 	unsigned i;
@@ -90,7 +71,7 @@ int kvm_open(struct kvm_sys *k, const char *path)
 		if (!kvm_cap(k, required_caps[i].cap)) {
 			kvm_close(k);
 			return husk_seterr(ENOTSUP, "the host's KVM lacks %s; husk needs a "
-					   "Linux host kernel >= 5.10 with x86 KVM",
+					   "Linux host kernel >= 5.10 with KVM",
 					   required_caps[i].name);
 		}
 	}
@@ -103,10 +84,9 @@ int kvm_open(struct kvm_sys *k, const char *path)
 	k->max_vcpus = kvm_cap(k, KVM_CAP_MAX_VCPUS);
 	if (k->max_vcpus <= 0)
 		k->max_vcpus = 4;
-	k->have_xcrs = kvm_cap(k, KVM_CAP_XCRS) > 0;
 	k->have_immediate_exit = kvm_cap(k, KVM_CAP_IMMEDIATE_EXIT) > 0;
 	k->pvm = kvm_host_is_pvm();
-	err = get_cpuid(k);
+	err = arch_kvm_init(k);
 	if (err) {
 		kvm_close(k);
 		return err;
@@ -118,7 +98,6 @@ void kvm_close(struct kvm_sys *k)
 {
 	if (k->fd >= 0)
 		close(k->fd);
-	free(k->cpuid);
+	arch_kvm_free(k);
 	k->fd = -1;
-	k->cpuid = NULL;
 }

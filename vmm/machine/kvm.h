@@ -1,7 +1,8 @@
 /*
  * kvm: /dev/kvm through raw ioctls: open it, check the API version and the
  * capabilities husk needs (each missing piece is named with what to do),
- * read the supported CPUID and detect PVM hosts, where guest kernel code is
+ * let the arch read what it needs (x86: the supported CPUID) and detect PVM
+ * hosts, where guest kernel code is
  * emulated instruction by instruction.
  */
 #ifndef HUSK_KVM_H
@@ -11,6 +12,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "machine/arch.h"
+
 #define KVM_DEVICE_PATH "/dev/kvm"
 
 struct kvm_sys {
@@ -18,9 +21,8 @@ struct kvm_sys {
 	int vcpu_mmap_size;
 	int max_vcpus;
 	bool pvm;		/* host KVM is PVM: kernel code is emulated */
-	bool have_xcrs;
 	bool have_immediate_exit;
-	struct kvm_cpuid2 *cpuid;	/* KVM_GET_SUPPORTED_CPUID */
+	struct arch_kvm arch;	/* arch_kvm_init() */
 };
 
 int kvm_open(struct kvm_sys *k, const char *path);

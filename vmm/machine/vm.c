@@ -14,12 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "x86/bootparams_x86.h"
 #include "machine/cmdline.h"
-#include "x86/cpu_x86.h"
 #include "machine/guest_prof.h"
-#include "x86/layout_x86.h"
-#include "x86/mptable_x86.h"
 #include "machine/phase.h"
 #include "sandbox/seccomp.h"
 #include "lib/util.h"
@@ -80,10 +76,6 @@ static int set_memory(struct vm *vm)
 
 static int create_machine(struct vm *vm)
 {
-	uint64_t ident = KVM_IDENTITY_MAP_GPA;
-	struct kvm_pit_config pit = { .flags = KVM_PIT_SPEAKER_DUMMY };
-	int err;
-
 	/*
 	 * Making the VM takes every lock of our address space, which the
 	 * kernel gives up with EINTR when a signal is pending: a SIGSTOP or
@@ -94,16 +86,7 @@ static int create_machine(struct vm *vm)
 	while (vm->fd < 0 && errno == EINTR);
 	if (vm->fd < 0)
 		return husk_seterr(errno, "KVM_CREATE_VM: %s", strerror(errno));
-	/* Intel VMX needs these pages for real-mode emulation; harmless elsewhere. */
-	if (ioctl(vm->fd, KVM_SET_TSS_ADDR, (unsigned long)KVM_TSS_GPA) < 0)
-		return husk_seterr(errno, "KVM_SET_TSS_ADDR: %s", strerror(errno));
-	if (kvm_cap(&vm->kvm, KVM_CAP_SET_IDENTITY_MAP_ADDR) &&
-	    ioctl(vm->fd, KVM_SET_IDENTITY_MAP_ADDR, &ident) < 0)
-		return husk_seterr(errno, "KVM_SET_IDENTITY_MAP_ADDR: %s", strerror(errno));
-	err = vm_ioctl(vm, KVM_CREATE_IRQCHIP, NULL, "KVM_CREATE_IRQCHIP");
-	if (!err)
-		err = vm_ioctl(vm, KVM_CREATE_PIT2, &pit, "KVM_CREATE_PIT2");
-	return err;
+	return arch_vm_init(vm);
 }
 
 /* Open a regular file the user named, with a message that names it. */
@@ -134,7 +117,7 @@ static int load_initrd(struct vm *vm, const char *path, uint64_t *gpa, uint64_t 
 	fd = open_input("initrd", path, INITRD_MAX_FILE, len);
 	if (fd < 0)
 		return fd;
-	err = initrd_addr_x86(&vm->mem, &vm->kernel, *len, gpa);
+	err = arch_initrd_addr(vm, *len, gpa);
 	if (err)
 		err = husk_seterr(err, "initrd %s: %s", path, husk_lasterr());
 	else if ((err = read_exact_at(fd, gmem_ptr(&vm->mem, *gpa, *len), *len, 0)))
@@ -150,10 +133,10 @@ static int load_guest(struct vm *vm, const struct vm_config *cfg)
 	uint64_t rd_gpa = 0, rd_len = 0, size;
 	int fd, err;
 
-	fd = open_input("kernel", cfg->kernel_path, KERNEL_MAX_FILE, &size);
+	fd = open_input("kernel", cfg->kernel_path, ARCH_KERNEL_MAX_FILE, &size);
 	if (fd < 0)
 		return fd;
-	err = load_kernel_fd_x86(&vm->mem, fd, &vm->kernel);
+	err = arch_load_kernel(vm, fd);
 	close(fd);
 	if (err)
 		return husk_seterr(err, "kernel %s: %s", cfg->kernel_path, husk_lasterr());
@@ -163,22 +146,15 @@ static int load_guest(struct vm *vm, const struct vm_config *cfg)
 			return err;
 	}
 
-	cmdline_init(&cl, cmdbuf, vm->kernel.cmdline_max);
-	err = cmdline_append(&cl, CMDLINE_BASE);
+	cmdline_init(&cl, cmdbuf, arch_cmdline_max(vm));
+	err = cmdline_append(&cl, ARCH_CMDLINE_BASE);
 	if (!err && vm->dev_cmdline[0])
 		err = cmdline_append(&cl, vm->dev_cmdline + 1);	/* skip the leading space */
 	if (!err && cfg->cmdline)
 		err = cmdline_append(&cl, cfg->cmdline);
 	if (err)
 		return err;
-	err = bootparams_write_x86(&vm->mem, &vm->kernel, cmdbuf, rd_gpa, rd_len);
-	if (!err)
-		err = mptable_write_x86(&vm->mem, EBDA_GPA, vm->nr_vcpus);
-	if (!err)
-		err = boot_tables_write_x86(&vm->mem);
-	husk_debug("kernel entry 0x%llx, cmdline \"%s\"",
-		   (unsigned long long)vm->kernel.entry, cmdbuf);
-	return err;
+	return arch_boot_tables(vm, cmdbuf, rd_gpa, rd_len);
 }
 
 /* virtio-mmio devices; before load_guest, which announces them on the cmdline. */
@@ -202,9 +178,7 @@ static int create_devices(struct vm *vm, const struct vm_config *cfg)
 
 static int create_vcpus(struct vm *vm, bool boot)
 {
-	struct cpu_config cc;
 	unsigned i;
-	int khz, err;
 
 	for (i = 0; i < vm->nr_vcpus; i++) {
 		struct vcpu *v = &vm->vcpus[i];
@@ -221,22 +195,7 @@ static int create_vcpus(struct vm *vm, bool boot)
 			return husk_seterr(errno, "mmap of vCPU %u run area: %s", i, strerror(errno));
 		v->run = run;
 	}
-	khz = ioctl(vm->vcpus[0].fd, KVM_GET_TSC_KHZ, 0);
-	vm->tsc_khz = khz > 0 ? (uint32_t)khz : 0;
-	if (!boot)
-		return 0;	/* a restore sets every register from the template */
-	cc.supported = vm->kvm.cpuid;
-	cc.nr_vcpus = vm->nr_vcpus;
-	cc.tsc_khz = vm->tsc_khz;
-	cc.entry = vm->kernel.entry;
-	cc.have_xcrs = vm->kvm.have_xcrs;
-	cc.tsc_deadline = kvm_cap(&vm->kvm, KVM_CAP_TSC_DEADLINE_TIMER) > 0;
-	for (i = 0; i < vm->nr_vcpus; i++) {
-		err = cpu_setup_x86(vm->vcpus[i].fd, i, &cc);
-		if (err)
-			return err;
-	}
-	return 0;
+	return arch_vcpus_init(vm, boot);
 }
 
 int vm_create(struct vm *vm, const struct vm_config *cfg, uint64_t start_us)
@@ -305,7 +264,7 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, uint64_t start_us)
 	err = create_vcpus(vm, !cfg->restore);
 	if (err)
 		return err;
-	devices_init_x86(vm);
+	arch_devices_init(vm);
 	phase_mark(PH_VCPUS);
 	if (cfg->restore) {
 		err = vm_restore_state(vm, cfg->restore);
@@ -361,58 +320,6 @@ static bool stopping(struct vm *vm)
 	return __atomic_load_n(&vm->reason, __ATOMIC_ACQUIRE) != VM_RUNNING;
 }
 
-static const char *suberror_name(uint32_t e)
-{
-	switch (e) {
-	case KVM_INTERNAL_ERROR_EMULATION:
-		return "instruction emulation failed";
-	case KVM_INTERNAL_ERROR_SIMUL_EX:
-		return "exception while delivering an exception";
-	case KVM_INTERNAL_ERROR_DELIVERY_EV:
-		return "event delivery failed";
-	default:
-		return "unknown suberror";
-	}
-}
-
-/* Describe an instruction KVM could not run: where, and its bytes. */
-static void report_internal_error(struct vcpu *v)
-{
-	struct kvm_run *run = v->run;
-	struct kvm_translation tr = { 0 };
-	struct kvm_regs regs;
-	char bytes[3 * 16 + 1] = "";
-	uint8_t *code;
-	unsigned i;
-
-	if (ioctl(v->fd, KVM_GET_REGS, &regs) < 0)
-		memset(&regs, 0, sizeof(regs));
-	tr.linear_address = regs.rip;
-	if (ioctl(v->fd, KVM_TRANSLATE, &tr) == 0 && tr.valid) {
-		code = gmem_ptr(&v->vm->mem, tr.physical_address, 16);
-		for (i = 0; code && i < 16; i++)
-			snprintf(bytes + 3 * i, 4, "%02x ", code[i]);
-	}
-	vm_stop(v->vm, VM_STOP_CRASH, 0,
-		"KVM internal error (%s) on vCPU %u at rip 0x%llx (gpa 0x%llx), "
-		"instruction bytes: %s%s", suberror_name(run->internal.suberror), v->id,
-		(unsigned long long)regs.rip, (unsigned long long)tr.physical_address,
-		bytes[0] ? bytes : "(unreadable)",
-		v->vm->kvm.pvm ? "; this host's KVM is PVM, which cannot emulate this "
-		"instruction in guest kernel mode: use hardware KVM (VT-x/AMD-V)" : "");
-}
-
-static void handle_io(struct vcpu *v)
-{
-	struct kvm_run *run = v->run;
-	uint8_t *data = (uint8_t *)run + run->io.data_offset;
-	unsigned i;
-
-	for (i = 0; i < run->io.count; i++, data += run->io.size)
-		pio_x86(v, run->io.port, run->io.direction == KVM_EXIT_IO_OUT, data,
-			run->io.size);
-}
-
 static void handle_system_event(struct vcpu *v)
 {
 	switch (v->run->system_event.type) {
@@ -434,36 +341,20 @@ static bool handle_exit(struct vcpu *v)
 	struct kvm_run *run = v->run;
 
 	switch (run->exit_reason) {
-	case KVM_EXIT_IO:
-		handle_io(v);
-		return true;
 	case KVM_EXIT_MMIO:
-		mmio_x86(v, run->mmio.phys_addr, run->mmio.is_write, run->mmio.data,
-			 run->mmio.len > 8 ? 8 : run->mmio.len);
+		vm_mmio(v, run->mmio.phys_addr, run->mmio.is_write, run->mmio.data,
+			run->mmio.len > 8 ? 8 : run->mmio.len);
 		return true;
 	case KVM_EXIT_INTR:
 		return true;
-	case KVM_EXIT_SHUTDOWN:
-		vm_stop(v->vm, VM_STOP_CRASH, 0, "guest triple fault on vCPU %u", v->id);
-		return false;
-	case KVM_EXIT_HLT:
-		vm_stop(v->vm, VM_STOP_CRASH, 0, "vCPU %u halted with interrupts off", v->id);
-		return false;
 	case KVM_EXIT_INTERNAL_ERROR:
-		report_internal_error(v);
-		return false;
-	case KVM_EXIT_FAIL_ENTRY:
-		vm_stop(v->vm, VM_STOP_CRASH, 0, "KVM could not enter vCPU %u "
-			"(hardware reason 0x%llx)", v->id,
-			(unsigned long long)run->fail_entry.hardware_entry_failure_reason);
+		arch_report_internal_error(v);
 		return false;
 	case KVM_EXIT_SYSTEM_EVENT:
 		handle_system_event(v);
 		return false;
 	default:
-		vm_stop(v->vm, VM_STOP_CRASH, 0, "unexpected KVM exit %u on vCPU %u",
-			run->exit_reason, v->id);
-		return false;
+		return arch_handle_exit(v);
 	}
 }
 
@@ -490,10 +381,10 @@ static void *vcpu_thread(void *arg)
 		}
 		if (ioctl(v->fd, KVM_RUN, 0) < 0) {
 			if (errno == EINTR && vm->prof && v->id == 0) {
-				struct kvm_regs r;
+				uint64_t pc;
 
-				if (!ioctl(v->fd, KVM_GET_REGS, &r))
-					guest_prof_add(vm->prof, now_us() - vm->t.start, r.rip);
+				if (!arch_vcpu_pc(v, &pc))
+					guest_prof_add(vm->prof, now_us() - vm->t.start, pc);
 			}
 			if (errno == EINTR || errno == EAGAIN)
 				continue;

@@ -1,7 +1,7 @@
 /*
- * vm: one microVM: KVM VM fd, guest memory, in-kernel irqchip and PIT, the
- * vCPU threads and their exit handling, and the record of how and when it
- * stopped. The first stop reason wins; every later one is ignored, so a
+ * vm: one microVM: KVM VM fd, guest memory, the machine the arch makes
+ * (machine/arch.h), the vCPU threads and their exit handling, and the
+ * record of how and when it stopped. The first stop reason wins; every later one is ignored, so a
  * guest cannot turn a timeout into a clean exit by racing it.
  */
 #ifndef HUSK_VM_H
@@ -13,12 +13,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "machine/console.h"
 #include "machine/husk_ctl.h"
 #include "machine/guest_mem.h"
 #include "machine/kvm.h"
-#include "x86/loader_x86.h"
+#include "machine/arch.h"
 #include "machine/evloop.h"
 #include "machine/uart.h"
 #include "virtio/virtio_mmio.h"
@@ -105,10 +106,10 @@ struct vm {
 	struct kvm_sys kvm;
 	int fd;
 	struct guest_mem mem;
-	struct kernel_image kernel;
+	struct arch_vm arch;		/* what the arch keeps: the loaded kernel */
 	unsigned nr_vcpus;
 	struct vcpu vcpus[VM_MAX_VCPUS];
-	uint32_t tsc_khz;
+	uint32_t tsc_khz;		/* the guest clock's rate (arch_vcpus_init) */
 	bool seccomp;			/* vm_config.seccomp */
 
 	pthread_mutex_t dev_lock;	/* legacy devices: UART, control */
@@ -150,11 +151,28 @@ void vm_join(struct vm *vm);
 void vm_destroy(struct vm *vm);
 const char *vm_reason_name(enum vm_stop_reason r);
 
-/* Devices (devices_x86.c): port I/O and MMIO exits from vCPU threads. */
-void devices_init_x86(struct vm *vm);
-void pio_x86(struct vcpu *v, uint16_t port, bool write, uint8_t *data, unsigned size);
-void mmio_x86(struct vcpu *v, uint64_t gpa, bool write, uint8_t *data, unsigned len);
-/* Host input for the guest's console (COM1 receive FIFO); thread-safe. */
+/*
+ * Devices (devices.c): an MMIO exit from a vCPU thread: husk's control
+ * registers, the boot timer and the virtio-mmio slots.
+ */
+void vm_mmio(struct vcpu *v, uint64_t gpa, bool write, uint8_t *data, unsigned len);
+/* A device register's value in an exit's data bytes (little-endian hosts). */
+static inline uint32_t dev_get_val(const uint8_t *data, unsigned size)
+{
+	uint32_t v = 0;
+
+	memcpy(&v, data, size < 4 ? size : 4);
+	return v;
+}
+
+static inline void dev_put_val(uint8_t *data, unsigned size, uint64_t v)
+{
+	memcpy(data, &v, size < 8 ? size : 8);
+}
+
+/* husk's control registers at offset off, whichever way the guest reached them. */
+void vm_ctl_access(struct vcpu *v, unsigned off, bool write, uint8_t *data, unsigned size);
+/* Host input for the guest's console (the UART's receive FIFO); thread-safe. */
 size_t vm_console_room(struct vm *vm);
 size_t vm_console_input(struct vm *vm, const uint8_t *buf, size_t len);
 

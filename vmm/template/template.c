@@ -14,7 +14,7 @@
 #include <zlib.h>
 
 #include "config.h"
-#include "x86/hostfp_x86.h"
+#include "machine/arch.h"
 #include "template/template.h"
 #include "lib/util.h"
 
@@ -492,7 +492,7 @@ int template_check_host(const struct template_meta *m, const struct kvm_sys *k,
 {
 	uint8_t fp[SNAP_SHA256_LEN];
 	uint64_t d;
-	int err = hostfp_x86(k, fp);
+	int err = arch_host_fp(k, fp);
 
 	if (err)
 		return err;

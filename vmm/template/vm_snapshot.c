@@ -4,37 +4,26 @@
 #include <errno.h>
 #include <string.h>
 
-#include "x86/hostfp_x86.h"
 #include "lib/util.h"
 #include "template/vm_snapshot.h"
-#include "x86/vmstate_x86.h"
 
 int vm_snapshot(struct vm *vm, struct snap_writer *w, int mem_fd, uint64_t *mem_data,
 		uint32_t *ids, unsigned *nr_ids)
 {
 	uint8_t fp[SNAP_SHA256_LEN], uart[UART_STATE_LEN];
-	int fds[VM_MAX_VCPUS];
 	unsigned i;
 	int err;
 
 	/* No device may move a queue while it is being written down. */
 	evloop_stop(&vm->loop);
-	err = hostfp_x86(&vm->kvm, fp);
+	err = arch_host_fp(&vm->kvm, fp);
 	if (err)
 		return err;
 	snap_begin(w, SNAP_HOST, 0);
 	snap_put(w, T_HOST_FP, fp, sizeof(fp));
 	snap_put_u64(w, T_HOST_TSC_KHZ, vm->tsc_khz);
 	snap_end(w);
-	for (i = 0; i < vm->nr_vcpus; i++) {
-		fds[i] = vm->vcpus[i].fd;
-		err = vmstate_complete_io_x86(fds[i], vm->vcpus[i].run);
-		if (err)
-			return err;
-	}
-	err = vmstate_save_vm_x86(vm->fd, fds, vm->nr_vcpus, w);
-	for (i = 0; !err && i < vm->nr_vcpus; i++)
-		err = vmstate_save_vcpu_x86(&vm->kvm, fds[i], i, w);
+	err = arch_save_state(vm, w);
 	if (err)
 		return err;
 	for (i = 0; i < vm->nr_virtio; i++) {
@@ -57,7 +46,6 @@ int vm_restore_state(struct vm *vm, const struct vm_restore *r)
 {
 	const struct snap_section *sec;
 	uint8_t uart[UART_STATE_LEN];
-	int fds[VM_MAX_VCPUS];
 	unsigned i;
 	int err;
 
@@ -69,20 +57,7 @@ int vm_restore_state(struct vm *vm, const struct vm_restore *r)
 		return husk_seterr(EINVAL, "template %s has %llu vCPUs and %u devices, this VM "
 				   "%u and %u", r->meta->name, (unsigned long long)r->meta->vcpus,
 				   r->meta->nr_devices, vm->nr_vcpus, vm->nr_virtio);
-	for (i = 0; i < vm->nr_vcpus; i++) {
-		sec = snap_find(r->snap, SNAP_VCPU, i);
-		if (!sec)
-			return husk_seterr(EINVAL, "the template has no state for vCPU %u", i);
-		err = vmstate_restore_vcpu_x86(&vm->kvm, vm->vcpus[i].fd, i, sec);
-		if (err)
-			return err;
-	}
-	sec = snap_find(r->snap, SNAP_VM, 0);
-	if (!sec)
-		return husk_seterr(EINVAL, "the template has no VM state");
-	for (i = 0; i < vm->nr_vcpus; i++)
-		fds[i] = vm->vcpus[i].fd;
-	err = vmstate_restore_vm_x86(vm->fd, fds, vm->nr_vcpus, sec);
+	err = arch_restore_state(vm, r);
 	if (err)
 		return err;
 	for (i = 0; i < vm->nr_virtio; i++) {

@@ -19,7 +19,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "x86/layout_x86.h"
+#include "machine/arch.h"
 #include "template/snapshot.h"
 #include "lib/util.h"
 #include "virtio/virtio_mmio.h"
@@ -30,12 +30,9 @@
 #define MMIO_VENDOR 0x4b535548u		/* "HUSK" */
 #define BROKEN_REPORTS 3		/* then only with --verbose */
 
-/* ISA lines free on husk's PC: 4 is COM1, 8 the RTC (absent, but Linux knows it). */
-static const unsigned slot_irqs[VIRTIO_MMIO_MAX_DEVICES] = { 5, 6, 7, 9, 10, 11, 12, 14 };
-
 unsigned virtio_mmio_irq(unsigned slot)
 {
-	return slot < VIRTIO_MMIO_MAX_DEVICES ? slot_irqs[slot] : 0;
+	return slot < VIRTIO_MMIO_MAX_DEVICES ? arch_virtio_gsi(slot) : 0;
 }
 
 static uint64_t offered(const struct virtio_dev *d)
@@ -507,7 +504,7 @@ int virtio_mmio_add(struct vm *vm, struct virtio_dev *d, const struct virtio_dev
 	d->priv = priv;
 	d->vm = vm;
 	d->index = slot;
-	d->base = VIRTIO_MMIO_GPA + (uint64_t)(vm->virtio_first + slot) * VIRTIO_MMIO_SIZE;
+	d->base = ARCH_VIRTIO_GPA + (uint64_t)(vm->virtio_first + slot) * ARCH_VIRTIO_STRIDE;
 	d->irq = virtio_mmio_irq(slot);
 	d->irqfd = d->work_fd = -1;
 	for (q = 0; q < VIRTIO_MMIO_MAX_QUEUES; q++) {
@@ -522,8 +519,10 @@ int virtio_mmio_add(struct vm *vm, struct virtio_dev *d, const struct virtio_dev
 	pthread_mutex_init(&d->lock, &attr);
 	pthread_mutexattr_destroy(&attr);
 
-	n = snprintf(vm->dev_cmdline + used, sizeof(vm->dev_cmdline) - used,
-		     " virtio_mmio.device=4K@0x%llx:%u", (unsigned long long)d->base, d->irq);
+	/* Where the guest learns of it from its command line (else its device tree). */
+	n = ARCH_VIRTIO_ON_CMDLINE ?
+	    snprintf(vm->dev_cmdline + used, sizeof(vm->dev_cmdline) - used,
+		     " virtio_mmio.device=4K@0x%llx:%u", (unsigned long long)d->base, d->irq) : 0;
 	if (n < 0 || (size_t)n >= sizeof(vm->dev_cmdline) - used) {
 		vm->dev_cmdline[used] = '\0';
 		pthread_mutex_destroy(&d->lock);

@@ -52,7 +52,7 @@
 #define VIRTIO_MMIO_CONFIG_GEN		0x0fc
 #define VIRTIO_MMIO_CONFIG		0x100
 
-/* Device n lives at VIRTIO_MMIO_GPA + n * VIRTIO_MMIO_SIZE on IRQ virtio_irq[n]. */
+/* Device n lives at ARCH_VIRTIO_GPA + n * ARCH_VIRTIO_STRIDE on arch_virtio_gsi(n). */
 #define VIRTIO_F_VERSION_1 32
 
 #define VIRTIO_ID_NET 1

@@ -50,9 +50,9 @@ int hostfp_x86(const struct kvm_sys *k, uint8_t out[SNAP_SHA256_LEN])
 
 	sha256_init(&c);
 	sha256_update(&c, 12, (const uint8_t *)"husk-host/1");
-	sha256_update(&c, sizeof(k->cpuid->nent), (const uint8_t *)&k->cpuid->nent);
-	for (i = 0; i < k->cpuid->nent; i++) {
-		struct kvm_cpuid_entry2 e = k->cpuid->entries[i];
+	sha256_update(&c, sizeof(k->arch.cpuid->nent), (const uint8_t *)&k->arch.cpuid->nent);
+	for (i = 0; i < k->arch.cpuid->nent; i++) {
+		struct kvm_cpuid_entry2 e = k->arch.cpuid->entries[i];
 
 		canonical(&e);
 		memset(e.padding, 0, sizeof(e.padding));

@@ -285,8 +285,8 @@ static bool amd_host(const struct kvm_sys *k)
 {
 	unsigned i;
 
-	for (i = 0; i < k->cpuid->nent; i++) {
-		const struct kvm_cpuid_entry2 *e = &k->cpuid->entries[i];
+	for (i = 0; i < k->arch.cpuid->nent; i++) {
+		const struct kvm_cpuid_entry2 *e = &k->arch.cpuid->entries[i];
 
 		if (e->function == 0)
 			return (e->ebx == 0x68747541 && e->edx == 0x69746e65) ||	/* "Auth" "enti" */
@@ -331,7 +331,7 @@ int vmstate_save_vcpu_x86(const struct kvm_sys *k, int fd, unsigned id, struct s
 	err = save_xsave(k, fd, id, w);
 	if (err)
 		return err;
-	if (k->have_xcrs)
+	if (k->arch.have_xcrs)
 		SAVE_FIXED(T_VCPU_XCRS, struct kvm_xcrs, KVM_GET_XCRS);
 	SAVE_FIXED(T_VCPU_DEBUGREGS, struct kvm_debugregs, KVM_GET_DEBUGREGS);
 	SAVE_FIXED(T_VCPU_LAPIC, struct kvm_lapic_state, KVM_GET_LAPIC);
@@ -360,7 +360,7 @@ int vmstate_restore_vcpu_x86(const struct kvm_sys *k, int fd, unsigned id,
 	err = restore_xsave(k, fd, id, sec);
 	if (err)
 		return err;
-	if (k->have_xcrs)
+	if (k->arch.have_xcrs)
 		RESTORE_FIXED(T_VCPU_XCRS, struct kvm_xcrs, KVM_SET_XCRS);
 	RESTORE_FIXED(T_VCPU_DEBUGREGS, struct kvm_debugregs, KVM_SET_DEBUGREGS);
 	RESTORE_FIXED(T_VCPU_LAPIC, struct kvm_lapic_state, KVM_SET_LAPIC);

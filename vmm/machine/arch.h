@@ -1,0 +1,69 @@
+/*
+ * arch: what the machine (vm.c, devices.c, virtio_mmio.c, the template code)
+ * asks of the architecture, and the one place that knows which it is. Each
+ * arch folder implements these functions and gives, in its arch header, the
+ * types the machine keeps for it (struct arch_kvm, struct arch_vm), its
+ * guest-physical layout and its fixed kernel parameters:
+ *
+ *   ARCH_CMDLINE_BASE       parameters every guest gets first
+ *   ARCH_VIRTIO_ON_CMDLINE  1: virtio-mmio devices are announced on the
+ *                           command line; 0: in the guest's description
+ *   ARCH_VIRTIO_GPA, ARCH_VIRTIO_STRIDE  where slot n's registers are
+ *   ARCH_KERNEL_MAX_FILE    the largest kernel file read
+ *
+ * All int functions return 0 or -errno with husk_lasterr() set.
+ */
+#ifndef HUSK_ARCH_H
+#define HUSK_ARCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__x86_64__)
+#include "x86/arch_x86.h"
+#else
+#error "husk's VMM is built for x86-64 hosts; the arm64 machine is in vmm/arm64/ (in progress)"
+#endif
+
+struct kvm_sys;
+struct snap_writer;
+struct vcpu;
+struct vm;
+struct vm_restore;
+
+/* /dev/kvm is open: what the arch keeps of the host's KVM (x86: its CPUID). */
+int arch_kvm_init(struct kvm_sys *k);
+void arch_kvm_free(struct kvm_sys *k);
+/* A digest of what a template's vCPU state depends on in this host's KVM. */
+int arch_host_fp(const struct kvm_sys *k, uint8_t fp[32]);
+
+/* After KVM_CREATE_VM: the machine's own parts (x86: TSS, irqchip, PIT). */
+int arch_vm_init(struct vm *vm);
+/* The kernel from the open file fd into guest memory (untrusted: checked). */
+int arch_load_kernel(struct vm *vm, int fd);
+/* The longest command line the loaded kernel takes, NUL included. */
+size_t arch_cmdline_max(const struct vm *vm);
+/* Where an initrd of len bytes goes, given the loaded kernel. */
+int arch_initrd_addr(struct vm *vm, uint64_t len, uint64_t *gpa);
+/* The guest's description of its machine: command line, initrd, CPUs, devices. */
+int arch_boot_tables(struct vm *vm, const char *cmdline, uint64_t rd_gpa, uint64_t rd_len);
+/* Every vCPU exists: the guest clock, and with boot each vCPU's entry state. */
+int arch_vcpus_init(struct vm *vm, bool boot);
+/* Devices the machine has on every VM (x86: COM1, the i8042 reset line). */
+void arch_devices_init(struct vm *vm);
+/* Slot n of the virtio-mmio devices: its KVM interrupt line (irqfd GSI). */
+unsigned arch_virtio_gsi(unsigned slot);
+
+/* An exit vm.c does not handle itself; false when the vCPU must leave its loop. */
+bool arch_handle_exit(struct vcpu *v);
+/* The guest's program counter, for the profiler. */
+int arch_vcpu_pc(struct vcpu *v, uint64_t *pc);
+/* KVM could not run the vCPU's instruction: stop the VM saying where and what. */
+void arch_report_internal_error(struct vcpu *v);
+
+/* A template's VM and vCPU state (SNAP_VM, SNAP_VCPU sections), and back. */
+int arch_save_state(struct vm *vm, struct snap_writer *w);
+int arch_restore_state(struct vm *vm, const struct vm_restore *r);
+
+#endif

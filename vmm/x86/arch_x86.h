@@ -1,0 +1,35 @@
+/*
+ * arch_x86: the x86-64 side of machine/arch.h: the types the machine keeps
+ * for it, its guest-physical layout, and the kernel parameters every x86
+ * guest gets.
+ */
+#ifndef HUSK_ARCH_X86_H
+#define HUSK_ARCH_X86_H
+
+#include <linux/kvm.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "x86/layout_x86.h"
+#include "x86/loader_x86.h"
+
+/* Serial console, reset through the i8042, no hang on panic. */
+#define ARCH_CMDLINE_BASE "console=ttyS0 reboot=k panic=-1 no_timer_check"
+/* Linux finds virtio-mmio devices on its command line (virtio_mmio.device=). */
+#define ARCH_VIRTIO_ON_CMDLINE 1
+#define ARCH_VIRTIO_GPA VIRTIO_MMIO_GPA
+#define ARCH_VIRTIO_STRIDE 0x1000ull
+#define ARCH_KERNEL_MAX_FILE KERNEL_MAX_FILE
+
+/* What the host's KVM told us once (kvm_sys.arch). */
+struct arch_kvm {
+	bool have_xcrs;
+	struct kvm_cpuid2 *cpuid;	/* KVM_GET_SUPPORTED_CPUID */
+};
+
+/* The guest kernel as loaded (vm.arch). */
+struct arch_vm {
+	struct kernel_image kernel;
+};
+
+#endif
