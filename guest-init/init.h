@@ -263,7 +263,16 @@ void close_fds_except(const int *keep, size_t n);
 /* Before HELLO: JOB_CGROUP with its controllers; then the job's limits on it. */
 int sandbox_cgroup_create(void);
 int sandbox_cgroup_limit(const struct job_spec *js);
-/* In the job's child, before exec, joining cgroup (a directory): -errno. */
+/*
+ * fork() a job's or an exec's process straight into cgroup (a directory)
+ * when the job has one. *placed says whether it is there already; if not,
+ * sandbox_enter() moves it.
+ */
+pid_t sandbox_fork(const char *cgroup, bool *placed);
+/*
+ * In the job's child, before exec, joining cgroup (a directory; NULL: it
+ * was born there): -errno.
+ */
 int sandbox_enter(const struct job_spec *js, const char *cgroup);
 /* Become AGENT_UID with nothing else (tar helpers): -errno. */
 int sandbox_drop_user(void);

@@ -531,6 +531,7 @@ static _Noreturn void session_init(const struct job_fds *f)
 static _Noreturn void jobinit_main(const struct job_fds *f)
 {
 	struct job_spec js;
+	bool placed;
 	int err = 0;
 	pid_t job;
 
@@ -563,14 +564,14 @@ static _Noreturn void jobinit_main(const struct job_fds *f)
 		close(f->netns);
 	if (js.session)
 		session_init(f);
-	job = fork();
+	job = sandbox_fork(JOB_CGROUP, &placed);
 	if (job < 0) {
 		husk_seterr(errno, "fork the job: %s", strerror(errno));
 		child_fail(f->errfd);
 	}
 	if (job == 0) {
 		close(f->statfd);
-		job_exec(&js, f, JOB_CGROUP);
+		job_exec(&js, f, placed ? NULL : JOB_CGROUP);
 	}
 	/* Only the job may hold its pipes: their EOF is how its output ends. */
 	close(f->in);

@@ -293,6 +293,7 @@ static _Noreturn void exec_helper(const struct session *s, const struct job_spec
 {
 	struct job_fds f = { h->in, h->out, h->err, h->ep, -1, -1, -1 };
 	int keep[6 + NS_NR] = { h->in, h->out, h->err, h->ep, h->sp, h->cmd };
+	bool placed;
 	pid_t pid;
 	int i;
 
@@ -302,7 +303,7 @@ static _Noreturn void exec_helper(const struct session *s, const struct job_spec
 	if (cfg.namespaces && join_namespaces(s->ns))
 		child_fail(h->ep);
 	/* setns(pid) takes effect for children: this one is in the job's PID namespace. */
-	pid = fork();
+	pid = sandbox_fork(cgroup, &placed);
 	if (pid < 0) {
 		husk_seterr(errno, "fork the exec: %s", strerror(errno));
 		child_fail(h->ep);
@@ -310,7 +311,7 @@ static _Noreturn void exec_helper(const struct session *s, const struct job_spec
 	if (pid == 0) {
 		close(h->sp);
 		close(h->cmd);
-		job_exec(xs, &f, cgroup);
+		job_exec(xs, &f, placed ? NULL : cgroup);
 	}
 	/* Only the exec may hold its pipes: their EOF is how its output ends. */
 	if (h->in >= 0)
