@@ -100,7 +100,8 @@ const char cli_run_usage[] =
 	"  --image NAME        boot on imported container image NAME (husk image\n"
 	"                      import) instead of the default root; without CMD\n"
 	"                      run its Entrypoint and Cmd; its Env comes before\n"
-	"                      --env, its WorkingDir is the default --cwd\n"
+	"                      --env, its WorkingDir is the default --cwd; with\n"
+	"                      --template, the template's root must be this image\n"
 	"  --image-dir DIR     where images live (default /var/lib/husk/images)\n"
 	"  --no-hugepages      back guest RAM with small pages only (default:\n"
 	"                      transparent huge pages where the host has them)\n"
@@ -980,9 +981,8 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 	}
 	if (o->image_dir && !o->image)
 		return husk_seterr(EINVAL, "--image-dir without --image");
-	if (o->image && (o->rootfs || o->template_name))
-		return husk_seterr(EINVAL, "--image is the root image: not with --%s",
-				   o->rootfs ? "rootfs" : "template");
+	if (o->image && o->rootfs)
+		return husk_seterr(EINVAL, "--image is the root image: not with --rootfs");
 	if (o->image_dir && o->server)
 		return husk_seterr(EINVAL, "--image-dir is the daemon's with --server");
 	if (o->job.hostname && o->server)

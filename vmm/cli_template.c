@@ -12,7 +12,8 @@
 #include "machine/vm.h"
 
 const char cli_template_usage[] =
-	"usage: husk template create NAME [--kernel K] [--rootfs R] [--mem MiB]\n"
+	"usage: husk template create NAME [--kernel K] [--rootfs R | --image IMAGE\n"
+	"                            [--image-dir DIR]] [--mem MiB]\n"
 	"                            [--vcpus N] [--net none|egress] [--cpus N]\n"
 	"                            [--console FILE] [--json] [--template-dir DIR]\n"
 	"       husk template ls [--json] [--template-dir DIR]\n"
@@ -32,6 +33,9 @@ const char cli_template_usage[] =
 	"\n"
 	"  --kernel K, --rootfs R, --mem MiB, --vcpus N, --cpus N, --console FILE\n"
 	"                   as for husk run\n"
+	"  --image IMAGE    boot on an imported container image (husk image ls);\n"
+	"                   its clones run with --template NAME --image IMAGE\n"
+	"  --image-dir DIR  where images live (default /var/lib/husk/images)\n"
 	"  --net MODE       egress: the template has a NIC, so its clones may use\n"
 	"                   --net egress (each with its own tap, address, filter);\n"
 	"                   none (default): clones run with --net none only\n"
@@ -44,10 +48,12 @@ const char cli_template_usage[] =
 static int parse_create(int argc, char **argv, struct template_opts *o)
 {
 	enum { O_KERNEL = 256, O_ROOTFS, O_MEM, O_VCPUS, O_NET, O_CPUS, O_CONSOLE, O_JSON,
-	       O_DIR, O_VERBOSE, O_NO_JAIL, O_UID_RANGE, O_HELP };
+	       O_DIR, O_VERBOSE, O_NO_JAIL, O_UID_RANGE, O_HELP, O_IMAGE, O_IMAGE_DIR };
 	static const struct option opts[] = {
 		{ "kernel", required_argument, NULL, O_KERNEL },
 		{ "rootfs", required_argument, NULL, O_ROOTFS },
+		{ "image", required_argument, NULL, O_IMAGE },
+		{ "image-dir", required_argument, NULL, O_IMAGE_DIR },
 		{ "mem", required_argument, NULL, O_MEM },
 		{ "vcpus", required_argument, NULL, O_VCPUS },
 		{ "net", required_argument, NULL, O_NET },
@@ -72,6 +78,12 @@ static int parse_create(int argc, char **argv, struct template_opts *o)
 			break;
 		case O_ROOTFS:
 			r->rootfs = optarg;
+			break;
+		case O_IMAGE:
+			r->image = optarg;
+			break;
+		case O_IMAGE_DIR:
+			r->image_dir = optarg;
 			break;
 		case O_MEM:
 			err = cli_num_opt("--mem", optarg, CLI_MIN_MEM_MIB, CLI_MAX_MEM_MIB,
@@ -121,6 +133,10 @@ static int parse_create(int argc, char **argv, struct template_opts *o)
 	}
 	if (err)
 		return err;
+	if (r->image && r->rootfs)
+		return husk_seterr(EINVAL, "--image is the root image: not with --rootfs");
+	if (r->image_dir && !r->image)
+		return husk_seterr(EINVAL, "--image-dir without --image");
 	if (r->cpu_milli > r->vcpus * 1000)
 		return husk_seterr(EINVAL, "--cpus is more than the VM's %u vCPU(s) can use",
 				   r->vcpus);

@@ -543,6 +543,7 @@ static void list_templates(const struct template_info *v, unsigned n, bool json)
 
 static int cmd_template(int argc, char **argv, uint64_t start)
 {
+	static struct image_info img;	/* its root path lives as long as the run */
 	struct template_opts o;
 	struct template_info *v;
 	struct template t;
@@ -565,6 +566,17 @@ static int cmd_template(int argc, char **argv, uint64_t start)
 		if (seccomp_env_check()) {
 			fprintf(stderr, "husk template: %s\n", husk_lasterr());
 			return EXIT_USAGE;
+		}
+		if (o.run.image) {
+			/* Its root (and guest-init's place in it); its config is the clones'. */
+			if (image_find(o.run.image_dir ? o.run.image_dir : IMAGE_DEFAULT_DIR,
+				       o.run.image, &img)) {
+				fprintf(stderr, "husk template: --image %s: %s\n", o.run.image,
+					husk_lasterr());
+				return RUN_EXIT_FAILURE;
+			}
+			o.run.rootfs = img.rootfs;
+			o.run.image_init = true;
 		}
 		block_signals();
 		err = run_job(&o.run, start, &r);

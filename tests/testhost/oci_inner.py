@@ -212,6 +212,33 @@ check(r.returncode == 0 and open(o + ".out").read() == "0\n",
       "io.husk.user=root: the process is root in the guest; uid 0 alone maps to agentuser",
       (r.returncode, open(o + ".out").read()[-200:], open(o + ".err").read()[-500:]))
 
+# ---- io.husk.template: the VM starts from a template made on the bundle's image
+# (in the default template directory, where husk-runc's runs look)
+key = json.loads(subprocess.run([B + "/husk", "image", "import", ROOTFS, "--json", "--image-dir",
+                                 IMG], capture_output=True, text=True).stdout or "{}").get("key", "")
+r = subprocess.run([B + "/husk", "template", "create", "tbb", "--image", key, "--image-dir", IMG],
+                   capture_output=True, text=True, timeout=600)
+r2 = subprocess.run([B + "/husk", "template", "create", "tdef"], capture_output=True, text=True,
+                    timeout=600)
+check(key and r.returncode == 0 and r2.returncode == 0,
+      "husk template create on the imported image (and one on the default root)",
+      (key, r.stderr[-600:], r2.stderr[-600:]))
+spec(W + "/b12", ["sh", "-c", "echo from-template; id -u"], annotations={"io.husk.template": "tbb"})
+o = W + "/r12"
+with open(o + ".out", "w") as out, open(o + ".err", "w") as err:
+    r = runtime("run", "--bundle", W + "/b12", "r12", stdout=out, stderr=err)
+check(r.returncode == 0 and open(o + ".out").read() == "from-template\n1000\n",
+      "io.husk.template: the container's process runs in a clone of the template",
+      (r.returncode, open(o + ".out").read()[-200:], open(o + ".err").read()[-800:]))
+spec(W + "/b13", ["true"], annotations={"io.husk.template": "tdef"})
+o = W + "/r13"
+with open(o + ".out", "w") as out, open(o + ".err", "w") as err:
+    r = runtime("run", "--bundle", W + "/b13", "r13", stdout=out, stderr=err)
+e = open(o + ".err").read()
+check(r.returncode != 0 and "not the one the template was made from" in e,
+      "io.husk.template of a template made on another root: refused, saying so",
+      (r.returncode, e[-800:]))
+
 # ---- kill: SIGTERM stops a running container; delete needs --force while it runs
 spec(W + "/b2", ["sh", "-c", "echo up; i=0; while [ $i -lt 600 ]; do echo t$i; i=$((i+1)); "
                  "sleep 0.2; done"])

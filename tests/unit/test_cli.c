@@ -18,6 +18,7 @@
 
 #include "cli.h"
 #include "cli_run.h"
+#include "cli_template.h"
 #include "machine/cmdline.h"
 #include "lib/util.h"
 #include "suites.h"
@@ -424,6 +425,30 @@ static int parse_run(const char *const *args)
 
 #define RUN(...) parse_run((const char *const[]){ "run", __VA_ARGS__, NULL })
 
+static struct template_opts to;
+
+static int parse_template(const char *const *args)
+{
+	int argc = make_argv(args);
+
+	return cli_parse_template(argc, argv_buf, &to);
+}
+
+#define TEMPLATE(...) parse_template((const char *const[]){ "template", __VA_ARGS__, NULL })
+
+START_TEST(template_create_on_an_image)
+{
+	ck_assert_int_eq(TEMPLATE("create", "t1", "--image", "app:1", "--image-dir", "/s"), 0);
+	ck_assert_str_eq(to.run.image, "app:1");
+	ck_assert_str_eq(to.run.image_dir, "/s");
+	ck_assert(to.run.template_create);
+	ck_assert_int_ne(TEMPLATE("create", "t1", "--image", "a", "--rootfs", "r"), 0);
+	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "not with --rootfs"));
+	ck_assert_int_ne(TEMPLATE("create", "t1", "--image-dir", "/s"), 0);
+	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "--image-dir without --image"));
+}
+END_TEST
+
 START_TEST(run_minimal_defaults)
 {
 	ck_assert_int_eq(RUN("--", "sh", "-c", "exit 3"), 0);
@@ -455,7 +480,9 @@ START_TEST(run_image)
 	ck_assert_str_eq(ro.image_dir, "/s");
 	ck_assert_int_eq(ro.job.argc, 1);
 	assert_rejected(RUN("--image", "app", "--rootfs", "r"), "not with --rootfs");
-	assert_rejected(RUN("--image", "app", "--template", "t"), "not with --template");
+	/* A template made on the image: its root is checked when the clone starts. */
+	ck_assert_int_eq(RUN("--image", "app", "--template", "t", "--", "ls"), 0);
+	ck_assert_str_eq(ro.template_name, "t");
 	assert_rejected(RUN("--image-dir", "/s", "--", "true"), "--image-dir without --image");
 	assert_rejected(RUN("--image", "a/../x"), "contains '..'");
 	assert_rejected(RUN("--image", "-x"), "starting with a letter or digit");
@@ -1231,6 +1258,7 @@ Suite *cli_suite(void)
 	tcase_add_test(tc, run_uid_range_rejected);
 	tcase_add_test(tc, run_image);
 	tcase_add_test(tc, run_hostname);
+	tcase_add_test(tc, template_create_on_an_image);
 	tcase_add_test(tc, run_user);
 	tcase_add_test(tc, run_rlimit);
 	tcase_add_test(tc, run_tmpfs);

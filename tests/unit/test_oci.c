@@ -146,6 +146,7 @@ START_TEST(refusals)
 		  "io.husk.allow" },
 		{ "", "", "", "{\"io.husk.timeout\":\"0\"}", "io.husk.timeout" },
 		{ "", "", "", "{\"io.husk.user\":\"0\"}", "'agentuser' or 'root'" },
+		{ "", "", "", "{\"io.husk.template\":\"../x\"}", "io.husk.template" },
 	};
 
 	struct oci_spec s;
@@ -200,9 +201,12 @@ START_TEST(engine_netns_is_the_nics_home)
 	ck_assert_ptr_null(strstr(j, "--user"));
 	free(j);
 	oci_spec_free(&s);
-	ck_assert_int_eq(parse(config("", "", "", "{\"io.husk.user\":\"root\"}"), &s), 0);
+	ck_assert_int_eq(parse(config("", "", "", "{\"io.husk.user\":\"root\","
+					 "\"io.husk.template\":\"py-3\"}"), &s), 0);
 	j = joined(&s);
 	ck_assert_ptr_nonnull(strstr(j, " --user root "));
+	ck_assert_ptr_nonnull(strstr(j, " --image abc123 --timeout="));
+	ck_assert_ptr_nonnull(strstr(j, " --template py-3 "));
 	free(j);
 	oci_spec_free(&s);
 	/* io.husk.net=none: no NIC, wherever the engine put the container. */

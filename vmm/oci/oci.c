@@ -946,7 +946,7 @@ static int cmd_features(void)
 {
 	json_t *o = json_pack(
 		"{s:s,s:s,s:[],s:[s,s,s,s,s,s],s:{s:[s,s,s,s,s,s,s],s:[],s:{s:b,s:b,s:b},"
-		"s:{s:b}},s:{s:s,s:s,s:s,s:s,s:s}}",
+		"s:{s:b}},s:{s:s,s:s,s:s,s:s,s:s,s:s}}",
 		"ociVersionMin", "1.0.0", "ociVersionMax", OCI_VERSION, "hooks",
 		"mountOptions", "bind", "rbind", "ro", "nosuid", "nodev", "noexec",
 		"linux", "namespaces", "cgroup", "ipc", "mount", "network", "pid", "user", "uts",
@@ -956,6 +956,8 @@ static int cmd_features(void)
 		"network namespace when there is one; none: no NIC)",
 		"io.husk.allow", "egress allow rules, comma separated (husk run --allow)",
 		"io.husk.allow-host", "host names the job may resolve and reach",
+		"io.husk.template", "start the VM from this template (husk template create "
+		"NAME --image) instead of booting; its root must be the bundle's",
 		"io.husk.timeout", "seconds the container may run (default a week)",
 		"io.husk.user", "agentuser (default) or root: the process's user in the guest");
 	char *s = o ? json_dumps(o, JSON_INDENT(2)) : NULL;

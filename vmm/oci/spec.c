@@ -19,6 +19,7 @@
 #include "job/proto.h"
 #include "lib/util.h"
 #include "oci/spec.h"
+#include "template/template.h"
 
 static int bad(const char *what)
 {
@@ -121,6 +122,14 @@ static int annotations(json_t *o, struct oci_spec *s)
 		} else if (!strcmp(k, "io.husk.allow-host")) {
 			err = comma_list(val, k, s->allow_host, OCI_MAX_ALLOW, &s->nr_allow_host,
 					 cli_check_allow_host);
+		} else if (!strcmp(k, "io.husk.template")) {
+			/* Made with `husk template create NAME --image` on this bundle's root. */
+			if (template_name_check(val))
+				return husk_seterr(EINVAL, "annotation io.husk.template: %s",
+						   husk_lasterr());
+			free(s->template_name);
+			if (!(s->template_name = dup_str(val)))
+				return -ENOMEM;
 		} else if (!strcmp(k, "io.husk.user")) {
 			/* Root in the guest only when asked: process.user.uid 0 is every spec's. */
 			if (strcmp(val, "root") && strcmp(val, "agentuser"))
@@ -138,8 +147,8 @@ static int annotations(json_t *o, struct oci_spec *s)
 		} else {
 			/* A typo must not silently drop a security setting. */
 			return husk_seterr(EINVAL, "annotation %s is not one of husk's (io.husk.net, "
-					   "io.husk.allow, io.husk.allow-host, io.husk.timeout, "
-					   "io.husk.user)", k);
+					   "io.husk.allow, io.husk.allow-host, io.husk.template, "
+					   "io.husk.timeout, io.husk.user)", k);
 		}
 		if (err)
 			return err;
@@ -514,6 +523,7 @@ void oci_spec_free(struct oci_spec *s)
 	free(s->cwd);
 	free(s->netns);
 	free(s->resolv_conf);
+	free(s->template_name);
 	free(s->hostname);
 	free(s->root);
 	free(s->annotations_json);
@@ -571,6 +581,8 @@ int oci_spec_argv(const struct oci_spec *s, const char *image, const char *image
 	      push(&b, "--cwd") || push(&b, s->cwd);
 	if (!err && image_dir)
 		err = push(&b, "--image-dir") || push(&b, image_dir);
+	if (!err && s->template_name)
+		err = push(&b, "--template") || push(&b, s->template_name);
 	if (!err && s->hostname)
 		err = push(&b, "--hostname") || push(&b, s->hostname);
 	if (!err && s->terminal)

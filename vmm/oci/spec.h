@@ -46,6 +46,7 @@ struct oci_spec {
 	char *resolv_conf;		/* the engine's resolv.conf (its bind mount's source) */
 	bool terminal;			/* process.terminal: a pty (--console-socket) */
 	bool guest_root;		/* io.husk.user = root: uid 0 in the guest */
+	char *template_name;		/* io.husk.template: start from it, not a boot */
 	char *allow[OCI_MAX_ALLOW];	/* io.husk.allow, comma separated */
 	int nr_allow;
 	char *allow_host[OCI_MAX_ALLOW];	/* io.husk.allow-host */
