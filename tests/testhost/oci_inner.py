@@ -127,6 +127,14 @@ def create(cid, bundle, out_name, extra=()):
     return r, pid, W + "/" + out_name
 
 
+def run_bundle(name):
+    """runtime run of bundle W/b<name> as container r<name>: (result, stdout, stderr)."""
+    o = W + "/r" + name
+    with open(o + ".out", "w") as out, open(o + ".err", "w") as err:
+        r = runtime("run", "--bundle", W + "/b" + name, "r" + name, stdout=out, stderr=err)
+    return r, open(o + ".out").read(), open(o + ".err").read()
+
+
 shutil.rmtree(W, ignore_errors=True)
 os.makedirs(W)
 r = runtime("--version")
@@ -178,12 +186,10 @@ print("# figure: create %.2f s, create to exit %.2f s (QEMU-TCG test host)" % (t
       flush=True)
 
 # ---- run: create, start, wait and delete in one
-o = W + "/r1"
-with open(o + ".out", "w") as out, open(o + ".err", "w") as err:
-    r = runtime("run", "--bundle", W + "/b1", "r1", stdout=out, stderr=err)
-check(r.returncode == 3 and open(o + ".out").read().startswith("out\n") and
+r, out1, err1 = run_bundle("1")
+check(r.returncode == 3 and out1.startswith("out\n") and
       not os.path.exists(ROOT + "/r1"), "run: the job's status and output, then deleted",
-      (r.returncode, open(o + ".err").read()[-500:]))
+      (r.returncode, err1[-500:]))
 
 # ---- process.rlimits and a tmpfs mount: the container's process has them
 spec(W + "/b8", ["sh", "-c", "ulimit -Sn; ulimit -Hn; ulimit -Hc; echo t >/tmp/data/x; "
@@ -192,25 +198,20 @@ spec(W + "/b8", ["sh", "-c", "ulimit -Sn; ulimit -Hn; ulimit -Hc; echo t >/tmp/d
               {"type": "RLIMIT_CORE", "soft": 0, "hard": 1 << 20}],
      mounts=[{"destination": "/tmp/data", "type": "tmpfs", "source": "tmpfs",
               "options": ["nosuid", "noexec", "size=1m", "tmpcopyup"]}])
-o = W + "/r8"
-with open(o + ".out", "w") as out, open(o + ".err", "w") as err:
-    r = runtime("run", "--bundle", W + "/b8", "r8", stdout=out, stderr=err)
-out8 = open(o + ".out").read()
+r, out8, err8 = run_bundle("8")
 check(r.returncode == 0 and out8.startswith("512\n4096\n2048\n"),
       "process.rlimits: the process's soft and hard limits (ulimit -Hc in 512-byte blocks)",
-      (r.returncode, out8[:300], open(o + ".err").read()[-500:]))
+      (r.returncode, out8[:300], err8[-500:]))
 check(r.returncode == 0 and "\nt\n" in out8 and
       " /tmp/data tmpfs rw,nosuid,nodev,noexec,relatime,size=1024k" in out8,
       "a tmpfs mount of the bundle's: its size and flags, writable", out8[-1500:])
 
 # ---- root in the guest only on the bundle's request (io.husk.user)
 spec(W + "/b11", ["sh", "-c", "id -u"], annotations={"io.husk.user": "root"})
-o = W + "/r11"
-with open(o + ".out", "w") as out, open(o + ".err", "w") as err:
-    r = runtime("run", "--bundle", W + "/b11", "r11", stdout=out, stderr=err)
-check(r.returncode == 0 and open(o + ".out").read() == "0\n",
+r, out11, err11 = run_bundle("11")
+check(r.returncode == 0 and out11 == "0\n",
       "io.husk.user=root: the process is root in the guest; uid 0 alone maps to agentuser",
-      (r.returncode, open(o + ".out").read()[-200:], open(o + ".err").read()[-500:]))
+      (r.returncode, out11[-200:], err11[-500:]))
 
 # ---- io.husk.template: the VM starts from a template made on the bundle's image
 # (in the default template directory, where husk-runc's runs look)
@@ -224,17 +225,13 @@ check(key and r.returncode == 0 and r2.returncode == 0,
       "husk template create on the imported image (and one on the default root)",
       (key, r.stderr[-600:], r2.stderr[-600:]))
 spec(W + "/b12", ["sh", "-c", "echo from-template; id -u"], annotations={"io.husk.template": "tbb"})
-o = W + "/r12"
-with open(o + ".out", "w") as out, open(o + ".err", "w") as err:
-    r = runtime("run", "--bundle", W + "/b12", "r12", stdout=out, stderr=err)
-check(r.returncode == 0 and open(o + ".out").read() == "from-template\n1000\n",
+r, out12, err12 = run_bundle("12")
+check(r.returncode == 0 and out12 == "from-template\n1000\n",
       "io.husk.template: the container's process runs in a clone of the template",
-      (r.returncode, open(o + ".out").read()[-200:], open(o + ".err").read()[-800:]))
+      (r.returncode, out12[-200:], err12[-800:]))
 spec(W + "/b13", ["true"], annotations={"io.husk.template": "tdef"})
-o = W + "/r13"
-with open(o + ".out", "w") as out, open(o + ".err", "w") as err:
-    r = runtime("run", "--bundle", W + "/b13", "r13", stdout=out, stderr=err)
-e = open(o + ".err").read()
+r, out13, err13 = run_bundle("13")
+e = err13
 check(r.returncode != 0 and "not the one the template was made from" in e,
       "io.husk.template of a template made on another root: refused, saying so",
       (r.returncode, e[-800:]))
@@ -442,23 +439,19 @@ if IPR:
     spec(W + "/b9", ["sh", "-c", NSGET],
          annotations={"io.husk.allow": NS_SRV + "/32:tcp:8083"})
     in_netns(W + "/b9")
-    o = W + "/r9"
-    with open(o + ".out", "w") as out, open(o + ".err", "w") as err:
-        r = runtime("run", "--bundle", W + "/b9", "r9", stdout=out, stderr=err)
-    check(r.returncode == 0 and "got-it" in open(o + ".out").read(),
+    r, out9, err9 = run_bundle("9")
+    check(r.returncode == 0 and "got-it" in out9,
           "linux.namespaces network path: the allowed server is reached from the VM",
-          (r.returncode, open(o + ".out").read()[-300:], open(o + ".err").read()[-800:]))
+          (r.returncode, out9[-300:], err9[-800:]))
     log = open(W + "/httpd-ns.log").read()
     check("10.78.0.2" in log and "10.200." not in log,
           "... through the engine's namespace, with its address", log[-400:])
     spec(W + "/b10", ["sh", "-c", NSGET])
     in_netns(W + "/b10")
-    o = W + "/r10"
-    with open(o + ".out", "w") as out, open(o + ".err", "w") as err:
-        r = runtime("run", "--bundle", W + "/b10", "r10", stdout=out, stderr=err)
-    check(r.returncode == 1 and "got-it" not in open(o + ".out").read(),
+    r, out10, err10 = run_bundle("10")
+    check(r.returncode == 1 and "got-it" not in out10,
           "... and without an allow rule the filter drops it (the job's status 1)",
-          (r.returncode, open(o + ".out").read()[-300:], open(o + ".err").read()[-800:]))
+          (r.returncode, out10[-300:], err10[-800:]))
     r = ip("netns", "exec", "on", "/usr/sbin/nft", "list", "tables")
     check(r.returncode == 0 and "husk_" not in r.stdout and
           "husk" not in ip("-n", "on", "link", "show").stdout,
