@@ -340,6 +340,25 @@ if [ -x "$IPR" ] && [ -x /usr/sbin/nft ]; then
 		--netns /run/netns/hn --json --allow 0.0.0.0/0 \
 		-- sh -c "echo x | busybox nc -w 2 203.0.113.77 22"
 	has "--netns: 203.0.113.77 is listed as denied" $W/out '"address":"203.0.113.77","protocol":"tcp","port":22,"reason":"deny-range"'
+	# Names: the proxy's sockets live in the namespace, its upstream is the
+	# resolver that namespace's programs see (/etc/netns/NAME/resolv.conf).
+	unset HUSK_DNS_UPSTREAM
+	mkdir -p /etc/netns/hn
+	echo "nameserver 10.77.0.1" >/etc/netns/hn/resolv.conf
+	: >$W/dns-ns.log
+	$DNS_STUB 10.77.0.1 53 $W/dns-ns.log web.test=$FAR &
+	nstub=$!
+	sleep 0.5
+	run "--netns --allow-host: the name resolves through the namespace's resolver" 0 \
+		--net egress --netns /run/netns/hn --json --allow-host web.test \
+		-- sh -c "busybox nslookup web.test; busybox nslookup other.test; true"
+	has "--netns: the allowed name resolved" $W/out "$FAR"
+	has "--netns: the other name got NXDOMAIN" $W/out "NXDOMAIN"
+	has "--netns: /etc/netns/hn/resolv.conf's resolver saw the allowed name" $W/dns-ns.log \
+		"^web.test "
+	hasnt "--netns: and never the refused one" $W/dns-ns.log "other.test"
+	kill $nstub 2>/dev/null
+	rm -rf /etc/netns/hn
 	run "--netns at a path that is no namespace is refused" 125 --net egress --netns $W/www \
 		-- true
 	has "--netns: the error says why" $W/err "is not a network namespace"
