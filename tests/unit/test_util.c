@@ -4,6 +4,7 @@
  * the right user.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -226,6 +227,31 @@ START_TEST(sizes)
 }
 END_TEST
 
+/* A husk thread's stack is too small to hold a 2 MiB transparent huge page. */
+static void *stack_size_of(void *arg)
+{
+	pthread_attr_t a;
+	size_t *sz = arg;
+
+	if (pthread_getattr_np(pthread_self(), &a) == 0) {
+		pthread_attr_getstacksize(&a, sz);
+		pthread_attr_destroy(&a);
+	}
+	return NULL;
+}
+
+START_TEST(thread_stack_below_huge_page)
+{
+	pthread_t t;
+	size_t sz = 0;
+
+	ck_assert_int_eq(husk_thread_create(&t, stack_size_of, &sz), 0);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_uint_ge(sz, 256 * 1024);
+	ck_assert_uint_lt(sz, 2u << 20);
+}
+END_TEST
+
 Suite *util_suite(void)
 {
 	Suite *s = suite_create("util");
@@ -235,6 +261,7 @@ Suite *util_suite(void)
 	tcase_add_test(e, escape_controls);
 	tcase_add_test(e, mkdir_p_modes);
 	tcase_add_test(e, sizes);
+	tcase_add_test(e, thread_stack_below_huge_page);
 	tcase_add_checked_fixture(h, setup, teardown);
 	tcase_add_test(h, output_creates_and_truncates);
 	tcase_add_test(h, output_refuses_links_fifos_dirs);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -98,6 +99,21 @@ static uint64_t clock_us(clockid_t id)
 
 	clock_gettime(id, &ts);
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+int husk_thread_create(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t a;
+	int err;
+
+	err = pthread_attr_init(&a);
+	if (err)
+		return err;
+	err = pthread_attr_setstacksize(&a, HUSK_THREAD_STACK);
+	if (!err)
+		err = pthread_create(t, &a, fn, arg);
+	pthread_attr_destroy(&a);
+	return err;
 }
 
 uint64_t now_us(void)

@@ -8,6 +8,7 @@
 #ifndef HUSK_UTIL_H
 #define HUSK_UTIL_H
 
+#include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -29,6 +30,17 @@ size_t husk_escape(char *out, size_t cap, const char *s);
 void husk_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 extern int husk_verbose;
 void husk_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * pthread_create with a 1 MiB stack. glibc's default is RLIMIT_STACK (8 MiB),
+ * whose first touch a host with transparent huge pages "always" (Debian's
+ * default) backs with a 2 MiB page it must clear: 3-6 ms per thread under
+ * the test host's emulation, on every VM's cold path. A stack smaller than
+ * 2 MiB never holds a huge page. husk's threads keep their frames small
+ * (the largest on a device or vCPU thread is about 12 KiB).
+ */
+#define HUSK_THREAD_STACK (1u << 20)
+int husk_thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
 
 /* CLOCK_MONOTONIC and CLOCK_REALTIME in microseconds. */
 uint64_t now_us(void);

@@ -206,7 +206,7 @@ int evloop_start(struct evloop *el)
 	if (el->running)
 		return 0;
 	sem_init(&st.ready, 0, 0);
-	err = pthread_create(&el->thread, NULL, loop_thread, &st);
+	err = husk_thread_create(&el->thread, loop_thread, &st);
 	if (err) {
 		sem_destroy(&st.ready);
 		return husk_seterr(err, "cannot start the device event loop: %s", strerror(err));

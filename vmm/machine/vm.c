@@ -422,7 +422,7 @@ int vm_start(struct vm *vm)
 	for (i = 0; i < vm->nr_vcpus; i++) {
 		struct vcpu *v = &vm->vcpus[i];
 
-		err = pthread_create(&v->thread, NULL, vcpu_thread, v);
+		err = husk_thread_create(&v->thread, vcpu_thread, v);
 		if (err) {
 			vm_stop(vm, VM_STOP_HOST_ERROR, 0, "cannot start vCPU thread: %s",
 				strerror(err));
