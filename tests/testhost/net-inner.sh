@@ -317,6 +317,12 @@ if [ -x "$IPR" ] && [ -x /usr/sbin/nft ]; then
 	else bad "--netns: no tap in the namespace"; $IPR -n hn link show | show; fi
 	if ip link | grep -q ' husk[0-9]*:'; then bad "--netns: a husk tap in the host's namespace"
 	else ok "--netns: no tap in the host's namespace"; fi
+	# The table follows the tap within the same set-up step: wait for it too.
+	n=0
+	while ! $IPR netns exec hn /usr/sbin/nft list tables | grep -q 'table ip husk_' &&
+		[ $n -lt 20 ]; do
+		sleep 0.2; n=$((n + 1))
+	done
 	if $IPR netns exec hn /usr/sbin/nft list tables | grep -q 'table ip husk_'; then
 		ok "--netns: the namespace has the VM's translation table"
 	else bad "--netns: no husk_ table in the namespace"; fi
