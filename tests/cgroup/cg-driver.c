@@ -514,45 +514,6 @@ static void crash_cleanup(void)
 	prctl(PR_SET_CHILD_SUBREAPER, 0);
 }
 
-/*
- * A v2-only group gives a directory fd and its child is born in it
- * (fork_into_cgroup); v1 and mixed groups give none and the child is a
- * plain fork for cgroup_attach() to move.
- */
-static void born_in_group(void)
-{
-	const struct cgroup_limits l = { 500, 64 * MiB, 16 };
-	struct husk_cgroup cg;
-	bool placed, v2;
-	int fd, st;
-	pid_t pid;
-
-	if (cgroup_create(&cg, &l)) {
-		check(false, "create for the birth test: %s", husk_lasterr());
-		return;
-	}
-	v2 = !strcmp(cgroup_mode_name(&cg), "v2");
-	fd = cgroup_open_v2(&cg);
-	check(v2 ? fd >= 0 : fd == -1, "cgroup_open_v2 on a %s group: %d",
-	      cgroup_mode_name(&cg), fd);
-	pid = fork_into_cgroup(fd, &placed);
-	if (pid == 0) {
-		/* In the group from its first instruction: no one moved it. */
-		_exit(proc_in_dir(getpid(), &cg, &cg.dir[0]) ? 0 : 1);
-	}
-	check(pid > 0, "fork_into_cgroup: %s", pid < 0 ? strerror(errno) : "forked");
-	check(placed == (fd >= 0), "born in the group: %s (expected %s)",
-	      placed ? "yes" : "no", fd >= 0 ? "yes" : "no");
-	if (pid > 0) {
-		waitpid(pid, &st, 0);
-		check(!v2 || (WIFEXITED(st) && WEXITSTATUS(st) == 0),
-		      "the child saw itself in %s from the start", cg.dir[0].path);
-	}
-	if (fd >= 0)
-		close(fd);
-	cgroup_destroy(&cg);
-}
-
 int main(int argc, char **argv)
 {
 	const struct cgroup_limits probe = { 500, 64 * MiB, 16 };
@@ -583,7 +544,6 @@ int main(int argc, char **argv)
 		cgroup_destroy(&cg);
 
 	limits_and_teardown(expect);
-	born_in_group();
 	memory_limit();
 	stale_cleanup();
 	crash_cleanup();

@@ -11,9 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/sched.h>
 #include <sys/signalfd.h>
-#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -116,27 +114,6 @@ int husk_thread_create(pthread_t *t, void *(*fn)(void *), void *arg)
 		err = pthread_create(t, &a, fn, arg);
 	pthread_attr_destroy(&a);
 	return err;
-}
-
-pid_t fork_into_cgroup(int cgfd, bool *placed)
-{
-	struct clone_args ca = {
-		.flags = CLONE_INTO_CGROUP,
-		.exit_signal = SIGCHLD,
-		.cgroup = (uint64_t)cgfd,
-	};
-	long pid;
-
-	*placed = false;
-	if (cgfd < 0)
-		return fork();
-	/* Fork-like: no new stack, the child returns here on a copy of ours. */
-	pid = syscall(SYS_clone3, &ca, sizeof(ca));
-	/* No clone3, or the group refuses births: the caller's move says why. */
-	if (pid < 0)
-		return fork();
-	*placed = true;
-	return pid;
 }
 
 uint64_t now_us(void)

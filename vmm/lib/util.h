@@ -10,10 +10,8 @@
 
 #include <pthread.h>
 #include <signal.h>
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/types.h>
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -43,19 +41,6 @@ void husk_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  */
 #define HUSK_THREAD_STACK (1u << 20)
 int husk_thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
-
-/*
- * fork(), but born in the cgroup v2 directory cgfd (clone3's
- * CLONE_INTO_CGROUP, Linux 5.7) rather than moved there afterwards: a move
- * takes the cgroup core's thread-group lock for writing, which waits for an
- * RCU grace period (10-30 ms in the test host) and holds up every fork and
- * thread start on the host meanwhile. *placed says whether it was; a kernel
- * or filter without clone3, a group that refuses it, or cgfd < 0 gets a
- * plain fork(), and the caller moves the child.
- * For single-threaded callers only: glibc's fork handlers do not run and
- * the child keeps the parent's cached thread id.
- */
-pid_t fork_into_cgroup(int cgfd, bool *placed);
 
 /* CLOCK_MONOTONIC and CLOCK_REALTIME in microseconds. */
 uint64_t now_us(void);

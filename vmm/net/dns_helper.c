@@ -541,8 +541,7 @@ int dns_helper_start(struct dns_helper **hp, const struct dns_helper_cfg *cfg)
 	struct dns_wire go = { .type = DNS_WIRE_GO };
 	struct dns_proxy_socks s;
 	struct dns_helper *h;
-	int sv[2], err, cgfd;
-	bool born;
+	int sv[2], err;
 
 	*hp = NULL;
 	if ((err = check_cfg(cfg)))
@@ -573,11 +572,8 @@ int dns_helper_start(struct dns_helper **hp, const struct dns_helper_cfg *cfg)
 		dns_helper_stop(h, NULL);
 		return err;
 	}
-	cgfd = cfg->cg ? cgroup_open_v2(cfg->cg) : -1;
 	fflush(NULL);
-	h->pid = jail_fork_into(JAIL_NEWNET, cgfd, &born);
-	if (cgfd >= 0)
-		close(cgfd);
+	h->pid = jail_fork(JAIL_NEWNET);
 	if (h->pid == 0) {
 		close(sv[0]);
 		_exit(child_main(cfg, &s, sv[1], h->sh));
@@ -595,11 +591,8 @@ int dns_helper_start(struct dns_helper **hp, const struct dns_helper_cfg *cfg)
 	h->pidfd = syscall(SYS_pidfd_open, h->pid, 0);
 	if (h->pidfd < 0)
 		err = husk_seterr(errno, "dns helper: pidfd_open: %s", strerror(errno));
-	/*
-	 * Not born in the VM's cgroup (fork_into_cgroup): moved before it
-	 * allocates anything, as memory charges stay where they are made.
-	 */
-	if (!err && cfg->cg && !born && cgroup_attach(cfg->cg, h->pid))
+	/* Before it allocates anything: memory charges stay where they are made. */
+	if (!err && cfg->cg && cgroup_attach(cfg->cg, h->pid))
 		err = husk_seterr(EIO, "cannot put the DNS helper in the VM's cgroup: %s",
 				  husk_lasterr());
 	if (!err && send_wire(h->ctl, &go, 0))

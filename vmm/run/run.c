@@ -67,7 +67,6 @@ struct sup {
 	struct run_egress *net;
 	struct husk_cgroup cg;
 	bool cg_on;
-	bool cg_born;		/* the VM process was born in its cgroup */
 	int tap_fd, console_fd, chan, sfd, pidfd;
 	int policy_fd;			/* --policy-fd, -1 once its peer is gone */
 	uint8_t mac[6];
@@ -277,7 +276,7 @@ static int setup_jail(struct sup *S);
 static int spawn_vm(struct sup *S, uint64_t start)
 {
 	struct run_vm_args a;
-	int sv[2], cgfd;
+	int sv[2];
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return husk_seterr(errno, "socketpair: %s", strerror(errno));
@@ -303,26 +302,12 @@ static int spawn_vm(struct sup *S, uint64_t start)
 	a.snap_state_fd = S->tpl.n.state_fd;
 	a.snap_mem_fd = S->tpl.n.mem_fd;
 
-	/*
-	 * The cgroup first, so that the VM process is born in it: a move
-	 * afterwards waits for an RCU grace period and holds up the VM
-	 * process's own forks and thread starts meanwhile. Memory it charges
-	 * while it builds the VM is the VM's from the start.
-	 */
-	setup_cgroup(S);
-	phase_mark(PH_SUP_CGROUP);
-	cgfd = S->cg_on ? cgroup_open_v2(&S->cg) : -1;
 	fflush(NULL);
-	S->pid = S->o->no_jail ? fork_into_cgroup(cgfd, &S->cg_born) :
-		 jail_fork_into(JAIL_NEWNET, cgfd, &S->cg_born);
+	S->pid = S->o->no_jail ? fork() : jail_fork(JAIL_NEWNET);
 	if (S->pid < 0) {
-		int e = errno;
-
-		if (cgfd >= 0)
-			close(cgfd);
 		close(sv[0]);
 		close(sv[1]);
-		return husk_seterr(e, "cannot fork the VM process: %s", strerror(e));
+		return husk_seterr(errno, "cannot fork the VM process: %s", strerror(errno));
 	}
 	if (S->pid == 0) {
 		int keep[] = { sv[1], a.xfd, a.put_fd, a.console_fd, a.tap_fd, a.tpl_state_fd,
@@ -339,8 +324,6 @@ static int spawn_vm(struct sup *S, uint64_t start)
 		_exit(run_vm_main(&a));
 	}
 	phase_mark(PH_SUP_FORK);
-	if (cgfd >= 0)
-		close(cgfd);
 	close(sv[1]);
 	/* The VM process holds the session: husk serve sees EOF when it is gone. */
 	if (S->o->session_fd >= 0)
@@ -382,6 +365,8 @@ static int confine_vm(struct sup *S)
 
 	/* Others' leftovers: a sweep that need not hold up this VM. */
 	clean_stale_rundirs();
+	setup_cgroup(S);
+	phase_mark(PH_SUP_CGROUP);
 	err = setup_jail(S);
 	if (err)
 		return err;
@@ -393,11 +378,11 @@ static int confine_vm(struct sup *S)
 		phase_mark(PH_SUP_DNS);
 	}
 	/*
-	 * Not born in its cgroup (v1 or mixed hierarchies, no clone3): moved
-	 * before its guest runs, while it builds the VM and before it waits
-	 * for the go (run_vm.c setup); what it charged so far stays behind.
+	 * Before its guest runs: memory charges stay where they were made.
+	 * The VM process builds the VM meanwhile and waits for the go only
+	 * then (run_vm.c setup), so the migration's cost is hidden.
 	 */
-	if (S->cg_on && !S->cg_born && cgroup_attach(&S->cg, S->pid))
+	if (S->cg_on && cgroup_attach(&S->cg, S->pid))
 		return vm_gone(S) ? 0 : husk_seterr(EIO, "cannot put the VM process in its "
 						    "cgroup: %s", husk_lasterr());
 	go.jail = S->jail;

@@ -680,23 +680,6 @@ int cgroup_attach(const struct husk_cgroup *cg, pid_t pid)
 	return 0;
 }
 
-int cgroup_open_v2(const struct husk_cgroup *cg)
-{
-	unsigned i, n = 0, at = 0;
-
-	for (i = 0; cg && i < cg->ndirs; i++) {
-		if (!cg->dir[i].path[0])
-			continue;
-		if (!cg->dir[i].v2)
-			return -1;
-		n++;
-		at = i;
-	}
-	if (n != 1)
-		return -1;
-	return open(cg->dir[at].path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-}
-
 const char *cgroup_mode_name(const struct husk_cgroup *cg)
 {
 	bool v1 = false, v2 = false;

@@ -127,13 +127,6 @@ int cgroup_set_cpu(const struct husk_cgroup *cg, unsigned cpu_milli);
 int cgroup_attach(const struct husk_cgroup *cg, pid_t pid);
 
 /*
- * A directory fd of a group that lives in cgroup v2 alone, for
- * a child born in it (fork_into_cgroup); -1 for v1 or mixed groups, whose
- * children are moved with cgroup_attach().
- */
-int cgroup_open_v2(const struct husk_cgroup *cg);
-
-/*
  * Read accounting before cgroup_destroy(). Fields that this kernel or
  * layout cannot provide are left out of u->have; returns 0 even then.
  */

@@ -384,13 +384,6 @@ static void child_unshare(unsigned flags)
 
 pid_t jail_fork(unsigned flags)
 {
-	bool placed;
-
-	return jail_fork_into(flags, -1, &placed);
-}
-
-pid_t jail_fork_into(unsigned flags, int cgfd, bool *placed)
-{
 	char why[160];
 	pid_t me = getpid(), pid;
 	int nsfd = -1, pfd, err;
@@ -417,7 +410,7 @@ pid_t jail_fork_into(unsigned flags, int cgfd, bool *placed)
 	}
 	/* Fails on kernels before 5.3: the race check then falls back. */
 	pfd = syscall(SYS_pidfd_open, me, 0);
-	pid = fork_into_cgroup(cgfd, placed);
+	pid = fork();
 	if (pid == 0) {
 		parent_pid = me;
 		parent_pidfd = pfd;

@@ -124,12 +124,6 @@ int jail_prepare_dir(const char *dir, uid_t uid, gid_t gid);
 pid_t jail_fork(unsigned flags);
 
 /*
- * jail_fork(), the child born in the cgroup v2 directory cgfd when the
- * kernel can (fork_into_cgroup: *placed), else the caller moves it.
- */
-pid_t jail_fork_into(unsigned flags, int cgfd, bool *placed);
-
-/*
  * Close every fd >= 3 that is not in keep[0..n) (negative entries are
  * ignored, so an unused "-1" slot can be passed). Uses close_range where
  * the kernel has it. The fd jail_fork() keeps to watch the parent stays
