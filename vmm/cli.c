@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "lib/util.h"
+#include "machine/arch.h"
 #include "machine/vm.h"
 
 const char cli_usage[] =
@@ -40,7 +41,7 @@ const char cli_boot_usage[] =
 	"  --kernel PATH    kernel image (required)\n"
 	"  --initrd PATH    initial ramdisk\n"
 	"  --cmdline STR    extra kernel parameters, after husk's own:\n"
-	"                   \"console=ttyS0 reboot=k panic=-1 no_timer_check\"\n"
+	"                   \"" ARCH_CMDLINE_BASE "\"\n"
 	"  --mem MiB        guest memory, 32..65536 (default 256)\n"
 	"  --vcpus N        virtual CPUs, 1..32 (default 1)\n"
 	"  --console FILE   write the console to FILE instead of stdout ('-')\n"

@@ -19,6 +19,7 @@
 #include "cli.h"
 #include "cli_run.h"
 #include "cli_template.h"
+#include "machine/arch.h"
 #include "machine/cmdline.h"
 #include "lib/util.h"
 #include "suites.h"
@@ -145,7 +146,7 @@ START_TEST(usage_texts)
 	ck_assert_ptr_nonnull(strstr(cli_usage, "boot"));
 	ck_assert_ptr_nonnull(strstr(cli_boot_usage, "--kernel PATH"));
 	ck_assert_ptr_nonnull(strstr(cli_boot_usage, "32..65536"));
-	ck_assert_ptr_nonnull(strstr(cli_boot_usage, CMDLINE_BASE));
+	ck_assert_ptr_nonnull(strstr(cli_boot_usage, ARCH_CMDLINE_BASE));
 }
 END_TEST
 

@@ -5,7 +5,8 @@
 #   boot-inner.sh ROOT KERNEL_DIR INITRD RUNS MEM_MIB QEMU [LKVM]
 ROOT=$1 K=$2 RD=$3 RUNS=$4 MEM=$5 QEMU=$6 LKVM=${7:-}
 T=$ROOT/tools/bench/boot-timer
-CMDLINE="console=ttyS0 reboot=k panic=-1 no_timer_check quiet"
+# husk's own parameters (ARCH_CMDLINE_BASE) and quiet, for every VMM alike.
+CMDLINE="console=ttyS0 reboot=k panic=-1 no_timer_check noreplace-smp quiet"
 R=/tmp/bench
 rm -rf $R
 mkdir -p $R
@@ -29,7 +30,7 @@ run_true() {
 # kvmtool boots bzImage (it has no PVH or vmlinux path).
 lkvm_run() {
 	"$T" --kill-after-marker -- "$LKVM" run --name bench$$ -k "$K/bzImage" -i "$RD" \
-		-m "$MEM" -c 1 --console serial --network mode=none -p quiet 2>/dev/null
+		-m "$MEM" -c 1 --console serial --network mode=none -p "noreplace-smp quiet" 2>/dev/null
 }
 
 configs="husk-vmlinux husk-bzimage qemu-microvm-pvh qemu-microvm-bzimage husk-run-true"

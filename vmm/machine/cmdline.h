@@ -13,9 +13,6 @@ struct cmdline {
 	size_t max;	/* capacity in bytes including the NUL */
 };
 
-/* Parameters husk always passes: serial console, i8042 reset, no hang on panic. */
-#define CMDLINE_BASE "console=ttyS0 reboot=k panic=-1 no_timer_check"
-
 void cmdline_init(struct cmdline *c, char *buf, size_t max);
 /*
  * Append text (one or more space-separated parameters). Refuses control
