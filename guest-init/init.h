@@ -114,6 +114,7 @@ struct job_spec {
 	} tmpfs[PROTO_MAX_TMPFS];	/* T_JOB_TMPFS, mounted in the job's namespace */
 	size_t ntmpfs;
 	bool root;		/* T_JOB_ROOT: uid 0 in the guest, a container's capabilities */
+	bool verbose;		/* T_JOB_VERBOSE: notes on the console */
 };
 
 /* net.c: before the job's init, /run and the resolv.conf bind mount. */

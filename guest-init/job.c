@@ -244,6 +244,12 @@ static int spec_elem(struct job_spec *js, const struct tlv *t, uint64_t *seen)
 			err = husk_seterr(EINVAL, "job spec: T_JOB_ROOT must be 1");
 		js->root = !err;
 		return err;
+	case T_JOB_VERBOSE:
+		err = tlv_u8(t, &u8);
+		if (!err && u8 != 1)
+			err = husk_seterr(EINVAL, "job spec: T_JOB_VERBOSE must be 1");
+		js->verbose = !err;
+		return err;
 	case T_JOB_TERMINAL: {
 		uint32_t v;
 

@@ -135,7 +135,8 @@ const char cli_run_usage[] =
 	"                      start); --timeout counts from then\n"
 	"  --no-jail           debugging only: run the VMM without its jail\n"
 	"                      (namespaces, uid, cgroup, seccomp); husk warns\n"
-	"  --verbose           debug messages on stderr\n"
+	"  --verbose           debug messages on stderr; guest-init's notes (its\n"
+	"                      namespaces) on the guest's console\n"
 	"\n"
 	"Exit status: the job's exit code; 128+N if a signal N killed it; 124 the\n"
 	"job timed out; 125 the VM or husk failed; 2 usage error (nothing started).\n";
@@ -806,6 +807,7 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 			break;
 		case O_VERBOSE:
 			o->verbose = true;
+			o->job.verbose = true;
 			break;
 		case O_NET:
 			if (!strcmp(optarg, "none"))

@@ -22,6 +22,7 @@ T_EXIT_CODE, T_EXIT_SIGNAL, T_EXIT_TIMED_OUT = 32, 33, 34
 T_EXIT_USER_US, T_EXIT_SYS_US, T_EXIT_MAXRSS_KIB = 35, 36, 37
 T_EXIT_END_NS, T_EXIT_START_NS = 39, 38
 T_INIT_VERSION = 48
+T_JOB_VERBOSE = 25
 
 INIT, WS = sys.argv[1], sys.argv[2]
 # The protocol version is vmm/job/proto.h's, so a bump cannot leave this behind.
@@ -300,10 +301,14 @@ for name, payload in [('no argv', tlv(T_JOB_ENV, 'A=b')),
                       ('absolute --get', job('true', extra=tlv(T_JOB_GET, '/etc/passwd'))),
                       ('.. in --get', job('true', extra=tlv(T_JOB_GET, 'a/../../x'))),
                       ('truncated TLV', job('true')[:-1]),
+                      ('T_JOB_VERBOSE not 1', job('true', extra=tlv(T_JOB_VERBOSE, b'\x02'))),
                       ('unknown tag', job('true', extra=tlv(99, 'x')))]:
     f, rc, c, _ = run(payload)
     check('bad job (%s): P_ERROR, status 1' % name, types(f) == [P_ERROR] and rc == 1,
           (f, rc))
+f, rc, c, _ = run(job('sh', '-c', 'exit 5', extra=tlv(T_JOB_VERBOSE, b'\x01')))
+check('T_JOB_VERBOSE 1 is taken: the job runs, exit code 5',
+      u(exit_rec(f).get(T_EXIT_CODE, b'\0')) == 5 and rc == 0, (types(f), rc))
 
 # 10. sandbox state as seen by the job (only as root: the uid switch is real)
 if os.geteuid() == 0:

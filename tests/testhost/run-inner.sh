@@ -112,12 +112,18 @@ run "denied syscalls fail" 0 -- sh -c \
 has "unshare is refused" $W/out "unshare.*Operation not permitted"
 has "mount is refused" $W/out "mount.*[Pp]ermission denied\|mount.*Operation not permitted"
 
-# The job's own namespaces: guest-init prints its own on the console
-# ("husk-init: guest-init namespaces: pid:[N] mnt:[N] ..."), the job its.
+# The job's own namespaces: with --verbose guest-init prints its own on the
+# console ("husk-init: guest-init namespaces: pid:[N] mnt:[N] ..."), the job
+# its. Without --verbose the console holds no such line.
 NSLIST="pid mnt ipc uts net"
 gi_ns() { sed -n 's/.*husk-init: guest-init namespaces: //p' $W/console | tr -d '\r'; }
 job_ns() { tail -n 5 $W/out | tr '\n' ' '; }
-run "the job has its own PID namespace and /proc" 0 -- sh -c '
+if grep -q "guest-init namespaces" $W/console; then
+	bad "guest-init printed its namespaces without --verbose"
+else
+	ok "guest-init keeps its namespaces off the console without --verbose"
+fi
+run "the job has its own PID namespace and /proc" 0 --verbose -- sh -c '
 	echo /proc/[0-9]*; tr "\0" "\n" </proc/1/cmdline | head -n 1
 	ps -o pid,comm >ps.txt; awk "NR > 1 { printf \"%s \", \$2 }" ps.txt; echo
 	for n in '"$NSLIST"'; do readlink /proc/self/ns/$n; done'
@@ -188,7 +194,7 @@ if [ $st = 0 ] && grep -q "cat-ended" $W/out && [ "$(grep -c '^two' $W/out)" = 2
 else bad "--tty --stdin at the end of stdin: exit $st"; show $W/out $W/err; fi
 run "without --net the job's network is lo alone" 0 -- sh -c 'tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " "'
 same "only lo" $W/out "lo"
-run "with --net egress the job keeps guest-init's network namespace" 0 --net egress \
+run "with --net egress the job keeps guest-init's network namespace" 0 --net egress --verbose \
 	-- sh -c 'tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " " | sort | tr "\n" " "; echo
 		readlink /proc/self/ns/net; readlink /proc/self/ns/pid'
 g=$(gi_ns)

@@ -481,7 +481,7 @@ START_TEST(recv_bad_header)
 	struct proto_hdr h;
 	uint8_t b[PROTO_HDR_LEN], *p;
 
-	raw_hdr(b, 1, P_STDOUT, 7);
+	raw_hdr(b, 1, P_STDOUT, PROTO_VERSION + 1);
 	ck_assert_int_eq(write(sv[0], b, sizeof(b)), sizeof(b));
 	ck_assert_int_eq(proto_recv(sv[1], &h, &p), -EPROTO);
 	ck_assert_ptr_null(p);

@@ -57,6 +57,7 @@ struct job_opts {
 	unsigned nr_tmpfs;
 	bool session;			/* a session: commands come later (P_EXEC) */
 	bool root;			/* uid 0 in the guest, not agentuser */
+	bool verbose;			/* guest-init's own notes on the console (--verbose) */
 };
 
 /* One command of a session (P_EXEC). */

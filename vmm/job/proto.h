@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define PROTO_VERSION 6
+#define PROTO_VERSION 7
 #define PROTO_VSOCK_PORT 1024		/* guest-init connects here on the host */
 #define PROTO_HDR_LEN 8
 #define PROTO_MAX_PAYLOAD (1u << 20)	/* larger frames are rejected */
@@ -99,6 +99,7 @@ enum proto_tag {
 	T_JOB_RLIMIT = 22,	/* repeated: u32 resource, u64 soft, u64 hard (~0: unlimited) */
 	T_JOB_TMPFS = 23,	/* repeated: u64 size (0: default), u32 mode, u32 flags, path */
 	T_JOB_ROOT = 24,	/* u8 1: the job stays uid 0, with a container's capabilities */
+	T_JOB_VERBOSE = 25,	/* u8 1: guest-init says on the console what it keeps quiet */
 	/* P_EXIT */
 	T_EXIT_CODE = 32,	/* u32, when the job exited */
 	T_EXIT_SIGNAL = 33,	/* u32, when a signal killed it */

@@ -167,6 +167,8 @@ static int send_job(struct session *s, uint64_t now)
 		tlv_put_str(&b, T_JOB_HOSTNAME, j->hostname);
 	if (j->root)
 		tlv_put_u8(&b, T_JOB_ROOT, 1);
+	if (j->verbose)
+		tlv_put_u8(&b, T_JOB_VERBOSE, 1);
 	if (j->terminal)
 		tlv_put_u32(&b, T_JOB_TERMINAL, (uint32_t)j->rows << 16 | j->cols);
 	for (i = 0; i < j->nr_rlimits; i++) {
