@@ -140,6 +140,18 @@ static int spec_tmpfs(struct job_spec *js, const struct tlv *t)
 	return 0;
 }
 
+/* A flag that is there only when set: a u8 that must be 1. */
+static int spec_flag(const struct tlv *t, const char *name, bool *flag)
+{
+	uint8_t u8;
+	int err = tlv_u8(t, &u8);
+
+	if (!err && u8 != 1)
+		err = husk_seterr(EINVAL, "job spec: %s must be 1", name);
+	*flag = !err;
+	return err;
+}
+
 static int spec_elem(struct job_spec *js, const struct tlv *t, uint64_t *seen)
 {
 	uint8_t u8;
@@ -239,17 +251,9 @@ static int spec_elem(struct job_spec *js, const struct tlv *t, uint64_t *seen)
 		js->have_mac = true;
 		return 0;
 	case T_JOB_ROOT:
-		err = tlv_u8(t, &u8);
-		if (!err && u8 != 1)
-			err = husk_seterr(EINVAL, "job spec: T_JOB_ROOT must be 1");
-		js->root = !err;
-		return err;
+		return spec_flag(t, "T_JOB_ROOT", &js->root);
 	case T_JOB_VERBOSE:
-		err = tlv_u8(t, &u8);
-		if (!err && u8 != 1)
-			err = husk_seterr(EINVAL, "job spec: T_JOB_VERBOSE must be 1");
-		js->verbose = !err;
-		return err;
+		return spec_flag(t, "T_JOB_VERBOSE", &js->verbose);
 	case T_JOB_TERMINAL: {
 		uint32_t v;
 

@@ -20,7 +20,6 @@
 #include "cli_run.h"
 #include "cli_template.h"
 #include "machine/arch.h"
-#include "machine/cmdline.h"
 #include "lib/util.h"
 #include "suites.h"
 
