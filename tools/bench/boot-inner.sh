@@ -5,8 +5,11 @@
 #   boot-inner.sh ROOT KERNEL_DIR INITRD RUNS MEM_MIB QEMU [LKVM]
 ROOT=$1 K=$2 RD=$3 RUNS=$4 MEM=$5 QEMU=$6 LKVM=${7:-}
 T=$ROOT/tools/bench/boot-timer
-# husk's own parameters (ARCH_CMDLINE_BASE) and quiet, for every VMM alike.
-CMDLINE="console=ttyS0 reboot=k panic=-1 no_timer_check noreplace-smp quiet"
+# husk's own parameters (ARCH_CMDLINE_BASE, as husk boot --help prints them)
+# and quiet, for every VMM alike: a copy here could drift from husk's.
+BASE=$("$ROOT/husk" boot --help | sed -n '/--cmdline STR/{n;s/^ *"\(.*\)"$/\1/p}')
+[ -n "$BASE" ] || { echo "boot-inner: husk boot --help shows no parameters" >&2; exit 1; }
+CMDLINE="$BASE quiet"
 R=/tmp/bench
 rm -rf $R
 mkdir -p $R
