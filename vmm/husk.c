@@ -44,7 +44,6 @@
 #define EXIT_PANIC 3
 #define EXIT_CRASH 4
 #define EXIT_TIMEOUT 5
-#define CONSOLE_FLUSH_MS 20
 
 /* "-" is husk's stdout; anything else a regular file (host_file.h). */
 static int open_console(const char *path)
@@ -82,18 +81,27 @@ static int forward_input(struct vm *vm, int fd)
 static int event_loop(struct vm *vm, uint64_t timeout_us, int in_fd, int sfd)
 {
 	int sig = 0;
-	/* A profile wants a sample about every millisecond. */
-	int wait_ms = vm->prof ? 1 : CONSOLE_FLUSH_MS;
 
 	for (;;) {
 		/* stdin is only watched while the guest can take more input. */
 		bool want_in = in_fd >= 0 && vm_console_room(vm) > 0;
-		struct pollfd p[3] = {
+		struct pollfd p[4] = {
 			{ .fd = vm->stop_fd, .events = POLLIN },
 			{ .fd = sfd, .events = POLLIN },
 			{ .fd = want_in ? in_fd : -1, .events = POLLIN },
+			{ .fd = vm->console_kick, .events = POLLIN },
 		};
-		int r = poll(p, 3, wait_ms);
+		/* No timer unless something is due: a profile samples every millisecond. */
+		int wait_ms = ms_until(timeout_us ? vm->t.start + timeout_us : UINT64_MAX,
+				       now_us());
+		int r;
+
+		/* A guest that takes no input frees room without telling: look again soon. */
+		if (in_fd >= 0 && !want_in && (wait_ms < 0 || wait_ms > CONSOLE_FLUSH_MS))
+			wait_ms = CONSOLE_FLUSH_MS;
+		if (vm->prof)
+			wait_ms = 1;
+		r = poll(p, 4, console_wait_ms(&vm->console, wait_ms));
 
 		if (r < 0 && errno != EINTR) {
 			vm_stop(vm, VM_STOP_HOST_ERROR, 0, "poll: %s", strerror(errno));
@@ -116,6 +124,8 @@ static int event_loop(struct vm *vm, uint64_t timeout_us, int in_fd, int sfd)
 		if (r > 0 && (p[2].revents & (POLLIN | POLLHUP | POLLERR)) &&
 		    forward_input(vm, in_fd) < 0)
 			in_fd = -1;
+		if (r > 0 && (p[3].revents & POLLIN))
+			drain_eventfd(vm->console_kick);
 		if (timeout_us && now_us() - vm->t.start >= timeout_us) {
 			vm_stop(vm, VM_STOP_TIMEOUT, 0, "timed out after %llu s",
 				(unsigned long long)(timeout_us / 1000000));

@@ -233,6 +233,33 @@ run "fork bomb is contained by the pids limit" 0 --timeout 180 -- sh -c \
 	'( while :; do sleep 1000 & done ) 2>/dev/null; echo contained'
 has "the bomb hit the limit and the job went on" $W/out "contained"
 
+# An idle VM costs no wake-ups: while the job sleeps (no output, no
+# deadline near), the VM process's event loop stays asleep. Its main
+# thread's voluntary context switches over 2 s (a 20 ms timer made ~100).
+"$HUSK" run -- sh -c 'echo go; sleep 8' >$W/out 2>$W/err </dev/null &
+hp=$!
+vp= i=0
+while [ $i -lt 600 ] && ! grep -q go $W/out 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+for f in /proc/[0-9]*/status; do
+	[ "$(sed -n 's/^PPid:[[:space:]]*//p' "$f" 2>/dev/null)" = "$hp" ] && vp=${f%/status} && vp=${vp#/proc/}
+done
+csw() { sed -n 's/^voluntary_ctxt_switches:[[:space:]]*//p' /proc/$vp/status 2>/dev/null; }
+if [ -z "$vp" ] || ! grep -q go $W/out; then
+	bad "idle VM: the job did not start or its VM process was not found"
+	show $W/out $W/err
+else
+	c0=$(csw)
+	sleep 2
+	c1=$(csw)
+	n=$((c1 - c0))
+	if [ -n "$c0" ] && [ -n "$c1" ] && [ $n -lt 15 ]; then
+		ok "an idle VM's event loop sleeps ($n wake-ups in 2 s)"
+	else
+		bad "an idle VM's event loop woke ${n:-?} times in 2 s"
+	fi
+fi
+wait $hp
+
 # SIGTERM mid-job: the VM is torn down, husk says why, nothing is left behind.
 "$HUSK" run -- sleep 60 >$W/out 2>$W/err </dev/null &
 hp=$!

@@ -5,7 +5,10 @@
  * console_flush() of a partial line, over-long lines written in pieces
  * without loss, panic banner detection (on '\n' and on flush, reported line
  * without newline, safe truncation, first panic wins, banner split by a flush
- * or by the line limit), fd -1 discarding, and a closed reader (EPIPE).
+ * or by the line limit), fd -1 discarding, a closed reader (EPIPE), and
+ * the event loop's timer: none while no partial line waits, one kick on the
+ * eventfd for the first byte after the loop went to sleep, CONSOLE_FLUSH_MS
+ * while a partial line waits.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "machine/console.h"
@@ -429,6 +433,77 @@ START_TEST(tail_wrapped)
 }
 END_TEST
 
+/* How many kicks the eventfd holds (0: none), leaving it reset. */
+static uint64_t kicks(int efd)
+{
+	uint64_t v = 0;
+
+	if (read(efd, &v, sizeof(v)) != sizeof(v))
+		return 0;
+	return v;
+}
+
+START_TEST(wait_sleeps_until_a_partial_line)
+{
+	int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+
+	ck_assert_int_ge(efd, 0);
+	console_set_kick(&con, efd);
+	/* Nothing buffered: the caller's own timeout, or none. */
+	ck_assert_int_eq(console_wait_ms(&con, -1), -1);
+	ck_assert_int_eq(console_wait_ms(&con, 5000), 5000);
+	/* The first byte after the loop went to sleep kicks it, once. */
+	put_str("done\n");
+	ck_assert_uint_eq(kicks(efd), 1);
+	/* Its line was written whole: back to sleep without a timer. */
+	ck_assert_int_eq(console_wait_ms(&con, -1), -1);
+	/* A prompt: one kick, however many bytes follow. */
+	put_str("pass");
+	put_str("word: ");
+	ck_assert_uint_eq(kicks(efd), 1);
+	/* It waits: the loop flushes within CONSOLE_FLUSH_MS, or sooner if asked. */
+	ck_assert_int_eq(console_wait_ms(&con, -1), CONSOLE_FLUSH_MS);
+	ck_assert_int_eq(console_wait_ms(&con, 3), 3);
+	console_flush(&con);
+	drain();
+	ck_assert_str_eq(out, "done\npassword: ");
+	/* Awake (just flushed): no kick until the loop sleeps again. */
+	put_str("x");
+	ck_assert_uint_eq(kicks(efd), 0);
+	console_flush(&con);
+	ck_assert_int_eq(console_wait_ms(&con, -1), -1);
+	put_str("y");
+	ck_assert_uint_eq(kicks(efd), 1);
+	console_set_kick(&con, -1);
+	close(efd);
+}
+END_TEST
+
+START_TEST(wait_without_kick_keeps_the_timer)
+{
+	/* No eventfd to wake the loop: it must look every CONSOLE_FLUSH_MS. */
+	ck_assert_int_eq(console_wait_ms(&con, -1), CONSOLE_FLUSH_MS);
+	ck_assert_int_eq(console_wait_ms(&con, 60000), CONSOLE_FLUSH_MS);
+	ck_assert_int_eq(console_wait_ms(&con, 7), 7);
+}
+END_TEST
+
+START_TEST(wait_discarded_needs_no_flush)
+{
+	struct console d;
+	int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+
+	console_init(&d, -1);
+	console_set_kick(&d, efd);
+	console_put(&d, 'a');
+	/* The tail and the panic watch already saw the byte: no timer, no kick. */
+	ck_assert_int_eq(console_wait_ms(&d, -1), -1);
+	console_put(&d, 'b');
+	ck_assert_uint_eq(kicks(efd), 0);
+	close(efd);
+}
+END_TEST
+
 Suite *console_suite(void)
 {
 	Suite *s = suite_create("console");
@@ -466,6 +541,9 @@ Suite *console_suite(void)
 	tcase_add_test(tf, tail_short);
 	tcase_add_test(tf, tail_wrapped);
 	tcase_add_test(tf, closed_reader);
+	tcase_add_test(tf, wait_sleeps_until_a_partial_line);
+	tcase_add_test(tf, wait_without_kick_keeps_the_timer);
+	tcase_add_test(tf, wait_discarded_needs_no_flush);
 	suite_add_tcase(s, tf);
 	return s;
 }

@@ -617,6 +617,67 @@ START_TEST(session_frames_checked)
 }
 END_TEST
 
+/*
+ * session_tick() says when its next rule falls due, and that is exactly
+ * when it fires: a tick just before does nothing, a tick then stops the
+ * session. An event loop that sleeps until then misses nothing.
+ */
+static void fires_when_due(struct session *s, struct conv *c, uint64_t now,
+			   enum session_stop why, const char *error)
+{
+	uint64_t due = session_tick(s, now);
+
+	ck_assert_msg(!c->stopped, "stopped early: %s", s->r.error);
+	ck_assert_uint_gt(due, now);
+	ck_assert(due != UINT64_MAX);
+	ck_assert_uint_eq(session_tick(s, due - 1), due);
+	ck_assert(!c->stopped);
+	ck_assert_uint_eq(session_tick(s, due), UINT64_MAX);
+	ck_assert(c->stopped && c->why == why);
+	/* Only a failure is an error; a timeout is the job's outcome. */
+	if (error)
+		ck_assert_msg(strstr(s->r.error, error), "error: %s", s->r.error);
+}
+
+START_TEST(tick_says_when_next)
+{
+	struct job_opts j;
+	struct session s;
+	struct session_ops ops = { .stop = op_stop };
+	struct session_timing tm = { .stall_us = 1000, .write_stall_us = 500,
+				     .done_grace_us = 300, .deadline = 50000,
+				     .connect_by = 3000, .allowance_s = 3 };
+	struct conv c = { 0 };
+	static char *argv[] = { "true" };
+
+	job_defaults(&j, argv, 1);
+	ops.arg = &c;
+
+	/* Not connected yet: the connect allowance. */
+	session_init(&s, &j, NULL, 0, &tm, &ops);
+	fires_when_due(&s, &c, 10, SESSION_FAILED, "did not connect");
+	session_free(&s);
+
+	/* Connected and silent: the stall rule, counted from the last byte. */
+	memset(&c, 0, sizeof(c));
+	session_init(&s, &j, NULL, 0, &tm, &ops);
+	session_connected(&s, 100);
+	session_rx(&s, false, 700);
+	fires_when_due(&s, &c, 800, SESSION_FAILED, "stopped responding");
+	session_free(&s);
+
+	/* Talking all along: the deadline is next. */
+	memset(&c, 0, sizeof(c));
+	tm.stall_us = 1000000;
+	session_init(&s, &j, NULL, 0, &tm, &ops);
+	session_connected(&s, 100);
+	fires_when_due(&s, &c, 200, SESSION_TIMEOUT, NULL);
+	/* Stopped: nothing is due any more. */
+	ck_assert_uint_eq(session_tick(&s, 60000), UINT64_MAX);
+	session_free(&s);
+}
+END_TEST
+
 Suite *session_suite(void)
 {
 	Suite *s = suite_create("session");
@@ -632,6 +693,7 @@ Suite *session_suite(void)
 	tcase_add_test(tc, guest_breaks_the_rules);
 	tcase_add_test(tc, session_requests);
 	tcase_add_test(tc, session_frames_checked);
+	tcase_add_test(tc, tick_says_when_next);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -252,6 +252,22 @@ START_TEST(thread_stack_below_huge_page)
 }
 END_TEST
 
+START_TEST(poll_timeouts)
+{
+	/* No deadline: wait for an event. Due or past: do not wait. */
+	ck_assert_int_eq(ms_until(UINT64_MAX, 5), -1);
+	ck_assert_int_eq(ms_until(5, 5), 0);
+	ck_assert_int_eq(ms_until(4, 5), 0);
+	/* Never wake before due: round up. */
+	ck_assert_int_eq(ms_until(6, 5), 1);
+	ck_assert_int_eq(ms_until(5 + 1000, 5), 1);
+	ck_assert_int_eq(ms_until(5 + 1001, 5), 2);
+	/* Far deadlines are checked again within a minute (no int overflow). */
+	ck_assert_int_eq(ms_until(UINT64_MAX - 1, 0), 60000);
+	ck_assert_int_eq(ms_until(60000000ull, 0), 60000);
+}
+END_TEST
+
 Suite *util_suite(void)
 {
 	Suite *s = suite_create("util");
@@ -262,6 +278,7 @@ Suite *util_suite(void)
 	tcase_add_test(e, mkdir_p_modes);
 	tcase_add_test(e, sizes);
 	tcase_add_test(e, thread_stack_below_huge_page);
+	tcase_add_test(e, poll_timeouts);
 	tcase_add_checked_fixture(h, setup, teardown);
 	tcase_add_test(h, output_creates_and_truncates);
 	tcase_add_test(h, output_refuses_links_fifos_dirs);

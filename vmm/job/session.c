@@ -639,23 +639,42 @@ int session_resize(struct session *s, uint16_t rows, uint16_t cols, uint64_t now
 }
 
 /* A guest-init that stopped talking where it must not: a VM failure. */
-static void check_stall(struct session *s, uint64_t now)
+/* Make *next the earlier of itself and t. */
+static void sooner(uint64_t *next, uint64_t t)
+{
+	if (t < *next)
+		*next = t;
+}
+
+/*
+ * Each rule below fails the session once its time has passed and otherwise
+ * notes in *next when it would: the same expressions decide both, so the
+ * caller's sleep never outlasts a rule.
+ */
+static void check_stall(struct session *s, uint64_t now, uint64_t *next)
 {
 	if (s->state == SS_CONNECT) {
 		if (now > s->tm.connect_by)
 			fail(s, "guest-init did not connect within %u s of the VM's start",
 			     s->tm.allowance_s);
+		else
+			sooner(next, s->tm.connect_by + 1);
 		return;
 	}
 	/* guest-init waits for its job without a word: not a stall. */
 	if (s->state == SS_OVER || s->waiting)
 		return;
-	if (!s->r.job_started && proto_outq_len(&s->q) && now - s->last_tx > s->tm.write_stall_us) {
-		fail(s, "guest-init stopped reading its control channel before the job started");
+	if (!s->r.job_started && proto_outq_len(&s->q)) {
+		if (now - s->last_tx > s->tm.write_stall_us) {
+			fail(s, "guest-init stopped reading its control channel before the job started");
+			return;
+		}
+		sooner(next, s->last_tx + s->tm.write_stall_us + 1);
+	}
+	if (now - s->last_rx <= s->tm.stall_us) {
+		sooner(next, s->last_rx + s->tm.stall_us + 1);
 		return;
 	}
-	if (now - s->last_rx <= s->tm.stall_us)
-		return;
 	if (s->mid_frame)
 		fail(s, "guest-init stopped in the middle of a frame");
 	else if (!s->r.job_started)
@@ -664,28 +683,32 @@ static void check_stall(struct session *s, uint64_t now)
 		fail(s, "guest-init stopped sending the job's results");
 }
 
-void session_tick(struct session *s, uint64_t now)
+uint64_t session_tick(struct session *s, uint64_t now)
 {
+	uint64_t next = UINT64_MAX;
+
 	if (s->stopped)
-		return;
-	check_stall(s, now);
-	if (s->stopped)
-		return;
-	if (s->waiting)
-		return;
-	if (s->r.t_done && now - s->r.t_done > s->tm.done_grace_us) {
-		stop(s, SESSION_NO_POWEROFF, "guest-init finished but did not power off; "
-		     "stopped by husk");
-		return;
+		return next;
+	check_stall(s, now, &next);
+	if (s->stopped || s->waiting)
+		return UINT64_MAX;
+	if (s->r.t_done) {
+		if (now - s->r.t_done > s->tm.done_grace_us) {
+			stop(s, SESSION_NO_POWEROFF, "guest-init finished but did not power off; "
+			     "stopped by husk");
+			return UINT64_MAX;
+		}
+		sooner(&next, s->r.t_done + s->tm.done_grace_us + 1);
 	}
 	if (now < s->tm.deadline)
-		return;
+		return next < s->tm.deadline ? next : s->tm.deadline;
 	if (s->r.job_exited)
 		fail(s, "guest-init did not finish sending the job's results within --timeout "
 		     "plus the %u s allowance", s->tm.allowance_s);
 	else
 		stop(s, SESSION_TIMEOUT, "the guest did not finish within --timeout plus the "
 		     "boot allowance");
+	return UINT64_MAX;
 }
 
 int session_release(struct session *s, uint64_t now)

@@ -185,8 +185,13 @@ int session_stdin(struct session *s, const void *p, size_t n, uint64_t now);
  */
 int session_resize(struct session *s, uint16_t rows, uint16_t cols, uint64_t now);
 
-/* Stall rules and the deadline (neither applies while the job waits). */
-void session_tick(struct session *s, uint64_t now);
+/*
+ * Stall rules and the deadline (neither applies while the job waits).
+ * Returns when the next of them falls due (UINT64_MAX: none): nothing but
+ * the time passing can make one fire earlier, so a caller may sleep until
+ * then unless a frame, a write or a release comes first.
+ */
+uint64_t session_tick(struct session *s, uint64_t now);
 
 /* Send the job held by SH_WAIT: 0, or -errno (nothing waits, or it failed). */
 int session_release(struct session *s, uint64_t now);

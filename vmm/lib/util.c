@@ -126,6 +126,26 @@ uint64_t wall_us(void)
 	return clock_us(CLOCK_REALTIME);
 }
 
+int ms_until(uint64_t due, uint64_t now)
+{
+	uint64_t ms;
+
+	if (due == UINT64_MAX)
+		return -1;
+	if (due <= now)
+		return 0;
+	ms = (due - now) / 1000 + ((due - now) % 1000 != 0);
+	return ms > 60000 ? 60000 : (int)ms;
+}
+
+void drain_eventfd(int fd)
+{
+	uint64_t v;
+
+	if (read(fd, &v, sizeof(v)) < 0)
+		return;
+}
+
 int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
 	unsigned long long v;

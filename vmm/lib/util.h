@@ -45,6 +45,14 @@ int husk_thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
 /* CLOCK_MONOTONIC and CLOCK_REALTIME in microseconds. */
 uint64_t now_us(void);
 uint64_t wall_us(void);
+/*
+ * A poll(2) timeout that wakes no earlier than due (both now_us() values):
+ * -1 for UINT64_MAX (no deadline), 0 when due has passed, else rounded up
+ * to whole milliseconds and capped at a minute (the caller polls again).
+ */
+int ms_until(uint64_t due, uint64_t now);
+/* Reset a non-blocking eventfd that polled readable. */
+void drain_eventfd(int fd);
 
 /*
  * Read exactly len bytes of an open file from offset off into dst (which may

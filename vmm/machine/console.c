@@ -1,7 +1,9 @@
 /*
  * console: the guest's serial output. See console.h.
  */
+#include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "machine/console.h"
 #include "lib/util.h"
@@ -12,6 +14,30 @@ void console_init(struct console *c, int fd)
 	pthread_mutex_init(&c->lock, NULL);
 	c->fd = fd;
 	c->limit = CONSOLE_DEFAULT_LIMIT;
+	c->kick = -1;
+}
+
+void console_set_kick(struct console *c, int kick_fd)
+{
+	pthread_mutex_lock(&c->lock);
+	c->kick = kick_fd;
+	pthread_mutex_unlock(&c->lock);
+}
+
+int console_wait_ms(struct console *c, int max_ms)
+{
+	int ms = max_ms;
+
+	pthread_mutex_lock(&c->lock);
+	/* Discarded output needs no flush: the tail and the panic watch see each byte. */
+	if (c->fd >= 0 && (c->len || c->kick < 0)) {
+		if (ms < 0 || ms > CONSOLE_FLUSH_MS)
+			ms = CONSOLE_FLUSH_MS;
+	} else if (c->fd >= 0) {
+		c->asleep = true;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return ms;
 }
 
 static void flush_locked(struct console *c)
@@ -84,6 +110,12 @@ void console_put(struct console *c, uint8_t byte)
 		c->line[c->len++] = byte;
 		if (byte == '\n' || c->len == CONSOLE_LINE_MAX - 1)
 			flush_locked(c);
+		if (c->len && c->asleep) {
+			uint64_t one = 1;
+
+			c->asleep = false;
+			write_best_effort(c->kick, &one, sizeof(one));
+		}
 	}
 	pthread_mutex_unlock(&c->lock);
 }
@@ -91,6 +123,7 @@ void console_put(struct console *c, uint8_t byte)
 void console_flush(struct console *c)
 {
 	pthread_mutex_lock(&c->lock);
+	c->asleep = false;
 	flush_locked(c);
 	pthread_mutex_unlock(&c->lock);
 }

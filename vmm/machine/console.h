@@ -26,6 +26,8 @@
  * it (the kernel turns its console verbose for an oops).
  */
 #define CONSOLE_TAIL_MAX 4096
+/* How long a partial line (a prompt, a progress bar) may wait to be written. */
+#define CONSOLE_FLUSH_MS 20
 
 struct console {
 	pthread_mutex_t lock;
@@ -49,12 +51,26 @@ struct console {
 	char tail[CONSOLE_TAIL_MAX];	/* a ring of the last bytes */
 	unsigned tail_pos;
 	bool tail_full;
+	int kick;		/* eventfd of the event loop that flushes, or -1 */
+	bool asleep;		/* that loop waits with no flush timer */
 };
 
 void console_init(struct console *c, int fd);
 void console_put(struct console *c, uint8_t byte);
 /* Write out a partial line (the event loop calls this when output pauses). */
 void console_flush(struct console *c);
+/*
+ * An event loop flushes partial lines, but an idle VM's loop should not
+ * wake on a timer for output that never comes. Before it waits, the loop
+ * asks console_wait_ms() for its poll timeout: CONSOLE_FLUSH_MS while a
+ * partial line is buffered (or max_ms if sooner), else max_ms (-1: none),
+ * and the first byte the guest prints after that writes to kick_fd, which
+ * the loop polls: a quiet guest costs no wake-ups, a chatty one at most one
+ * per CONSOLE_FLUSH_MS. Discarded output (fd -1) needs no flush at all;
+ * without a kick_fd the loop keeps a CONSOLE_FLUSH_MS timer.
+ */
+void console_set_kick(struct console *c, int kick_fd);
+int console_wait_ms(struct console *c, int max_ms);
 bool console_panicked(struct console *c, char *line, unsigned len);
 /*
  * The last output, oldest first, from a line's start when the ring has

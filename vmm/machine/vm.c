@@ -206,6 +206,7 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, uint64_t start_us)
 	memset(vm, 0, sizeof(*vm));
 	vm->fd = -1;
 	vm->stop_fd = -1;
+	vm->console_kick = -1;
 	vm->kvm.fd = -1;
 	for (i = 0; i < VM_MAX_VCPUS; i++)
 		vm->vcpus[i].fd = -1;
@@ -230,6 +231,10 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, uint64_t start_us)
 	vm->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (vm->stop_fd < 0)
 		return husk_seterr(errno, "eventfd: %s", strerror(errno));
+	vm->console_kick = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (vm->console_kick < 0)
+		return husk_seterr(errno, "eventfd: %s", strerror(errno));
+	console_set_kick(&vm->console, vm->console_kick);
 
 	err = kvm_open(&vm->kvm, KVM_DEVICE_PATH);
 	if (err)
@@ -471,6 +476,9 @@ void vm_destroy(struct vm *vm)
 		close(vm->fd);
 	if (vm->stop_fd >= 0)
 		close(vm->stop_fd);
+	console_set_kick(&vm->console, -1);
+	if (vm->console_kick >= 0)
+		close(vm->console_kick);
 	gmem_free(&vm->mem);
 	if (vm->kvm.fd >= 0)
 		kvm_close(&vm->kvm);

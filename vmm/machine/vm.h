@@ -128,6 +128,7 @@ struct vm {
 	int guest_status;		/* value written to the power-off register */
 	char detail[512];		/* human-readable stop explanation */
 	int stop_fd;			/* eventfd: readable once the VM stopped */
+	int console_kick;		/* eventfd: a partial console line waits (console.h) */
 
 	struct vm_timings t;
 	struct guest_prof *prof;	/* set before vm_start: sample vCPU 0's rip */

@@ -675,13 +675,16 @@ static void on_hold(struct rvm *R)
 
 static void event_loop(struct rvm *R)
 {
+	/* The session's next deadline: the loop sleeps until then, or an event. */
+	uint64_t due = now_us();
+
 	for (;;) {
 		struct proto_outq *q = session_outq(&R->sess);
 		bool want_in = R->in_fd >= 0 && R->cfd >= 0 && session_wants_stdin(&R->sess);
 		short ctl_ev = (busy(R) ? 0 : POLLIN) | (proto_outq_len(q) ? POLLOUT : 0);
 		/* Requests only once the session runs, and while the guest's queue is short. */
 		bool want_x = session_ready(&R->sess) && proto_outq_len(q) < SESSION_OUTQ_LOW;
-		struct pollfd p[8] = {
+		struct pollfd p[9] = {
 			{ .fd = R->vm->stop_fd, .events = POLLIN },
 			{ .fd = R->sfd, .events = POLLIN },
 			{ .fd = R->lfd, .events = POLLIN },
@@ -690,8 +693,9 @@ static void event_loop(struct rvm *R)
 			{ .fd = R->chan, .events = POLLIN | (chan_busy(R) ? POLLOUT : 0) },
 			{ .fd = R->xfd, .events = (want_x ? POLLIN : 0) | (R->xpend ? POLLOUT : 0) },
 			{ .fd = session_waiting(&R->sess) ? R->a->hold_fd : -1, .events = POLLIN },
+			{ .fd = R->vm->console_kick, .events = POLLIN },
 		};
-		int r = poll(p, 8, 20), i;
+		int r = poll(p, 9, console_wait_ms(&R->vm->console, ms_until(due, now_us()))), i;
 
 		if (r < 0 && errno != EINTR) {
 			fail(R, "poll: %s", strerror(errno));
@@ -730,8 +734,10 @@ static void event_loop(struct rvm *R)
 			on_xfd(R);
 		if (p[7].revents & (POLLIN | POLLHUP | POLLERR))
 			on_hold(R);
+		if (p[8].revents & POLLIN)
+			drain_eventfd(R->vm->console_kick);
 		flush_ctl(R);
-		session_tick(&R->sess, now_us());
+		due = session_tick(&R->sess, now_us());
 	}
 }
 
