@@ -545,15 +545,14 @@ static void on_signal(struct sup *S)
 }
 
 /* Milliseconds to the next deadline of ours, at most one second. */
+/* Sleep until the backstop has passed or the kill is due: nothing else is timed. */
 static int next_timeout(const struct sup *S)
 {
-	uint64_t now = now_us(), next = S->backstop;
+	uint64_t next = S->backstop == UINT64_MAX ? UINT64_MAX : S->backstop + 1;
 
 	if (S->kill_at && S->kill_at < next)
 		next = S->kill_at;
-	if (next <= now)
-		return 0;
-	return next - now > 1000000 ? 1000 : (int)((next - now + 999) / 1000);
+	return ms_until(next, now_us());
 }
 
 static void on_policy(struct sup *S)
