@@ -638,7 +638,6 @@ int session_resize(struct session *s, uint16_t rows, uint16_t cols, uint64_t now
 	return s->r.job_started ? send_resize(s, now) : 0;
 }
 
-/* A guest-init that stopped talking where it must not: a VM failure. */
 /* Make *next the earlier of itself and t. */
 static void sooner(uint64_t *next, uint64_t t)
 {
@@ -647,6 +646,7 @@ static void sooner(uint64_t *next, uint64_t t)
 }
 
 /*
+ * A guest-init that stopped talking where it must not: a VM failure.
  * Each rule below fails the session once its time has passed and otherwise
  * notes in *next when it would: the same expressions decide both, so the
  * caller's sleep never outlasts a rule.

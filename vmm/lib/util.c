@@ -142,8 +142,9 @@ void drain_eventfd(int fd)
 {
 	uint64_t v;
 
-	if (read(fd, &v, sizeof(v)) < 0)
-		return;
+	/* EAGAIN (nothing left) is the one failure a readable eventfd gives. */
+	if (read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		husk_debug("eventfd %d: %s", fd, strerror(errno));
 }
 
 int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)

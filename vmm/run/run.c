@@ -544,7 +544,6 @@ static void on_signal(struct sup *S)
 		S->kill_at = now_us() + SIGNAL_GRACE_US;
 }
 
-/* Milliseconds to the next deadline of ours, at most one second. */
 /* Sleep until the backstop has passed or the kill is due: nothing else is timed. */
 static int next_timeout(const struct sup *S)
 {
