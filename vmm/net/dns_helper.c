@@ -506,7 +506,7 @@ static int wait_ready(struct dns_helper *h, unsigned ms)
 		if (now >= end)
 			return husk_seterr(ETIMEDOUT, "the DNS helper did not start within %u ms",
 					   ms);
-		r = poll(&p, 1, (int)((end - now + 999) / 1000));
+		r = poll(&p, 1, ms_until(end, now));
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r > 0)
