@@ -34,7 +34,7 @@ const char cli_boot_usage[] =
 	"                 [--disk PATH] [--rng] [--no-stdin] [--boot-timer]\n"
 	"                 [--profile FILE] [--no-hugepages] [--verbose]\n"
 	"\n"
-	"Boot an x86-64 Linux kernel (vmlinux ELF or bzImage) in a fresh microVM and\n"
+	"Boot " ARCH_KERNEL_KIND " in a fresh microVM and\n"
 	"print its serial console until the guest powers off or reboots. What is\n"
 	"typed on stdin goes to the guest's console.\n"
 	"\n"

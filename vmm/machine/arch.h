@@ -10,6 +10,11 @@
  *                           command line; 0: in the guest's description
  *   ARCH_VIRTIO_GPA, ARCH_VIRTIO_STRIDE  where slot n's registers are
  *   ARCH_KERNEL_MAX_FILE    the largest kernel file read
+ *   ARCH_KERNEL_KIND, ARCH_KERNEL_NAME  what husk boots (usage texts) and
+ *                           the default kernel's file name
+ *   ARCH_RAM_GPA            where guest RAM starts
+ *   ARCH_RAM_LOW_MAX        how much RAM fits there before a hole (the
+ *                           rest goes above 4 GiB, guest_mem.h)
  *
  * All int functions return 0 or -errno with husk_lasterr() set.
  */
@@ -22,8 +27,10 @@
 
 #if defined(__x86_64__)
 #include "x86/arch_x86.h"
+#elif defined(__aarch64__)
+#include "arm64/arch_arm64.h"
 #else
-#error "husk's VMM is built for x86-64 hosts; the arm64 machine is in vmm/arm64/ (in progress)"
+#error "husk's VMM is built for x86-64 and arm64 hosts"
 #endif
 
 struct kvm_sys;
@@ -40,6 +47,8 @@ int arch_host_fp(const struct kvm_sys *k, uint8_t fp[32]);
 
 /* After KVM_CREATE_VM: the machine's own parts (x86: TSS, irqchip, PIT). */
 int arch_vm_init(struct vm *vm);
+/* What arch_vm_init made, however far it got (vm_destroy; also on a zeroed vm). */
+void arch_vm_free(struct vm *vm);
 /* The kernel from the open file fd into guest memory (untrusted: checked). */
 int arch_load_kernel(struct vm *vm, int fd);
 /* The longest command line the loaded kernel takes, NUL included. */
@@ -48,10 +57,20 @@ size_t arch_cmdline_max(const struct vm *vm);
 int arch_initrd_addr(struct vm *vm, uint64_t len, uint64_t *gpa);
 /* The guest's description of its machine: command line, initrd, CPUs, devices. */
 int arch_boot_tables(struct vm *vm, const char *cmdline, uint64_t rd_gpa, uint64_t rd_len);
-/* Every vCPU exists: the guest clock, and with boot each vCPU's entry state. */
+/*
+ * Every vCPU exists, no device yet: what must be complete before devices
+ * wire their interrupts (arm64: KVM_ARM_VCPU_INIT and the GIC's init).
+ */
+int arch_vcpus_created(struct vm *vm);
+/* The guest is loaded: the guest clock, and with boot each vCPU's entry state. */
 int arch_vcpus_init(struct vm *vm, bool boot);
 /* Devices the machine has on every VM (x86: COM1, the i8042 reset line). */
 void arch_devices_init(struct vm *vm);
+/*
+ * An MMIO exit at gpa that belongs to one of the arch's own devices (arm64:
+ * the UART): handled, true; false leaves it to the machine (devices.c).
+ */
+bool arch_mmio(struct vcpu *v, uint64_t gpa, bool write, uint8_t *data, unsigned len);
 /* Slot n of the virtio-mmio devices: its KVM interrupt line (irqfd GSI). */
 unsigned arch_virtio_gsi(unsigned slot);
 

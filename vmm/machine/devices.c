@@ -86,6 +86,8 @@ void vm_mmio(struct vcpu *v, uint64_t gpa, bool write, uint8_t *data, unsigned l
 {
 	struct vm *vm = v->vm;
 
+	if (arch_mmio(v, gpa, write, data, len))
+		return;
 	if (gpa >= HUSK_CTL_MMIO_GPA && gpa - HUSK_CTL_MMIO_GPA < HUSK_CTL_SIZE) {
 		vm_ctl_access(v, gpa - HUSK_CTL_MMIO_GPA, write, data, len);
 		return;

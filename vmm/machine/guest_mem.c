@@ -8,13 +8,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "machine/arch.h"
 #include "machine/guest_mem.h"
 #include "lib/util.h"
 
 static void split(struct guest_mem *m, uint64_t size)
 {
 	m->size = size;
-	m->low_size = size < GMEM_HOLE_START ? size : GMEM_HOLE_START;
+	m->low_size = size < ARCH_RAM_LOW_MAX ? size : ARCH_RAM_LOW_MAX;
 	m->high_size = size - m->low_size;
 }
 
@@ -30,8 +31,8 @@ static int check_size(uint64_t size)
 /*
  * KVM maps a 2 MiB guest page with one nested page-table entry only when
  * the host address is congruent with the guest address modulo 2 MiB and a
- * huge page backs it: RAM starts on a 2 MiB boundary (gpa 0 and 4 GiB are
- * both aligned), so transparent huge pages can serve it.
+ * huge page backs it: RAM starts on a 2 MiB boundary (ARCH_RAM_GPA and
+ * 4 GiB are both aligned), so transparent huge pages can serve it.
  */
 #define HUGE_ALIGN (2ull << 20)
 
@@ -171,11 +172,15 @@ void *gmem_ptr(const struct guest_mem *m, uint64_t gpa, uint64_t len)
 
 	if (!m->host)
 		return NULL;
-	/* Written as subtractions so gpa + len can never wrap. */
-	if (gpa < m->low_size) {
-		if (len > m->low_size - gpa)
+	/*
+	 * Written as subtractions so gpa + len can never wrap; below
+	 * ARCH_RAM_GPA, off wraps to far beyond any RAM size.
+	 */
+	off = gpa - ARCH_RAM_GPA;
+	if (off < m->low_size) {
+		if (len > m->low_size - off)
 			return NULL;
-		return m->host + gpa;
+		return m->host + off;
 	}
 	if (gpa < GMEM_HOLE_END)
 		return NULL;

@@ -1,8 +1,11 @@
 /*
  * guest_mem: guest RAM and the single bounds-checked guest-physical accessor.
  *
- * RAM is one host mapping split into two guest-physical regions: [0, low)
- * below the 32-bit MMIO hole and [4 GiB, 4 GiB + high) above it. Every access
+ * RAM is one host mapping split into at most two guest-physical regions:
+ * [ARCH_RAM_GPA, + low) and, where the arch has a hole at the top of the
+ * first 4 GiB (x86: [3 GiB, 4 GiB), for devices), [4 GiB, 4 GiB + high)
+ * above it. The arch header (machine/arch.h) says where RAM starts and how
+ * large the low region may grow (ARCH_RAM_GPA, ARCH_RAM_LOW_MAX). Every access
  * to guest memory in husk goes through gmem_ptr(), which returns NULL unless
  * the whole range lies inside one region; the guest controls the addresses,
  * so nothing else may turn a gpa into a pointer.
@@ -14,7 +17,7 @@
 #include <stdint.h>
 #include <stddef.h>
 
-/* The 32-bit MMIO hole: devices, IOAPIC, LAPIC live in [3 GiB, 4 GiB). */
+/* x86's 32-bit MMIO hole: devices, IOAPIC, LAPIC live in [3 GiB, 4 GiB). */
 #define GMEM_HOLE_START 0xc0000000ull
 #define GMEM_HOLE_END 0x100000000ull
 
@@ -24,7 +27,7 @@
 struct guest_mem {
 	uint8_t *host;		/* low region at host[0], high right after it */
 	uint64_t size;		/* total RAM in bytes */
-	uint64_t low_size;	/* RAM at gpa [0, low_size) */
+	uint64_t low_size;	/* RAM at gpa [ARCH_RAM_GPA, + low_size) */
 	uint64_t high_size;	/* RAM at gpa [4 GiB, 4 GiB + high_size) */
 	bool mapped;		/* host was mmap'd by gmem_alloc() */
 };

@@ -18,7 +18,12 @@
 #define HUSK_CTL_POWEROFF	4
 #define HUSK_CTL_SIZE		8
 
+/* Below RAM on every arch: x86 in its 32-bit hole, arm64 after its UART. */
+#if defined(__aarch64__)
+#define HUSK_CTL_MMIO_GPA	0x09010000
+#else
 #define HUSK_CTL_MMIO_GPA	0xd1000000
+#endif
 #define HUSK_CTL_PORT		0x600		/* x86 */
 
 /* Event codes. */

@@ -16,10 +16,7 @@ static const struct {
 	const char *name;
 } required_caps[] = {
 	{ KVM_CAP_IRQCHIP, "KVM_CAP_IRQCHIP (in-kernel interrupt controllers)" },
-	{ KVM_CAP_PIT2, "KVM_CAP_PIT2 (in-kernel timer)" },
 	{ KVM_CAP_USER_MEMORY, "KVM_CAP_USER_MEMORY" },
-	{ KVM_CAP_SET_TSS_ADDR, "KVM_CAP_SET_TSS_ADDR" },
-	{ KVM_CAP_EXT_CPUID, "KVM_CAP_EXT_CPUID" },
 	{ KVM_CAP_IRQFD, "KVM_CAP_IRQFD" },
 	{ KVM_CAP_IOEVENTFD, "KVM_CAP_IOEVENTFD" },
 	{ KVM_CAP_MP_STATE, "KVM_CAP_MP_STATE" },
@@ -30,6 +27,14 @@ int kvm_cap(const struct kvm_sys *k, long cap)
 	int r = ioctl(k->fd, KVM_CHECK_EXTENSION, cap);
 
 	return r < 0 ? 0 : r;
+}
+
+int kvm_require(const struct kvm_sys *k, long cap, const char *name)
+{
+	if (kvm_cap(k, cap))
+		return 0;
+	return husk_seterr(ENOTSUP, "the host's KVM lacks %s; husk needs a Linux host kernel "
+			   ">= 5.10 with KVM", name);
 }
 
 bool kvm_host_is_pvm(void)
@@ -68,11 +73,10 @@ int kvm_open(struct kvm_sys *k, const char *path)
 				   path, v, KVM_API_VERSION);
 	}
 	for (i = 0; i < ARRAY_SIZE(required_caps); i++) {
-		if (!kvm_cap(k, required_caps[i].cap)) {
+		err = kvm_require(k, required_caps[i].cap, required_caps[i].name);
+		if (err) {
 			kvm_close(k);
-			return husk_seterr(ENOTSUP, "the host's KVM lacks %s; husk needs a "
-					   "Linux host kernel >= 5.10 with KVM",
-					   required_caps[i].name);
+			return err;
 		}
 	}
 	k->vcpu_mmap_size = ioctl(k->fd, KVM_GET_VCPU_MMAP_SIZE, 0);

@@ -29,6 +29,8 @@ int kvm_open(struct kvm_sys *k, const char *path);
 void kvm_close(struct kvm_sys *k);
 /* KVM_CHECK_EXTENSION on the system fd; >0 means present. */
 int kvm_cap(const struct kvm_sys *k, long cap);
+/* 0 when the capability is there, else -ENOTSUP saying which is missing. */
+int kvm_require(const struct kvm_sys *k, long cap, const char *name);
 /* True when /sys says the loaded KVM is PVM (no VT-x/AMD-V underneath). */
 bool kvm_host_is_pvm(void);
 

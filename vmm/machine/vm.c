@@ -58,7 +58,7 @@ static int set_memory(struct vm *vm)
 {
 	struct kvm_userspace_memory_region r = {
 		.slot = 0,
-		.guest_phys_addr = 0,
+		.guest_phys_addr = ARCH_RAM_GPA,
 		.memory_size = vm->mem.low_size,
 		.userspace_addr = (uint64_t)(uintptr_t)vm->mem.host,
 	};
@@ -176,7 +176,8 @@ static int create_devices(struct vm *vm, const struct vm_config *cfg)
 	return err;
 }
 
-static int create_vcpus(struct vm *vm, bool boot)
+/* Before the devices: an arm64 GIC is completed here, and irqfds need it. */
+static int create_vcpus(struct vm *vm)
 {
 	unsigned i;
 
@@ -195,7 +196,7 @@ static int create_vcpus(struct vm *vm, bool boot)
 			return husk_seterr(errno, "mmap of vCPU %u run area: %s", i, strerror(errno));
 		v->run = run;
 	}
-	return arch_vcpus_init(vm, boot);
+	return arch_vcpus_created(vm);
 }
 
 int vm_create(struct vm *vm, const struct vm_config *cfg, uint64_t start_us)
@@ -256,6 +257,11 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, uint64_t start_us)
 	if (err)
 		return err;
 	phase_mark(PH_MEMORY);
+	err = create_vcpus(vm);
+	if (err)
+		return err;
+	arch_devices_init(vm);
+	phase_mark(PH_VCPUS);
 	err = create_devices(vm, cfg);
 	if (err)
 		return err;
@@ -264,13 +270,13 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, uint64_t start_us)
 		err = load_guest(vm, cfg);
 		if (err)
 			return err;
-		phase_mark(PH_LOAD);
 	}
-	err = create_vcpus(vm, !cfg->restore);
+	/* A restore sets the registers from the template instead. */
+	err = arch_vcpus_init(vm, !cfg->restore);
 	if (err)
 		return err;
-	arch_devices_init(vm);
-	phase_mark(PH_VCPUS);
+	if (!cfg->restore)
+		phase_mark(PH_LOAD);
 	if (cfg->restore) {
 		err = vm_restore_state(vm, cfg->restore);
 		if (err)
@@ -325,19 +331,41 @@ static bool stopping(struct vm *vm)
 	return __atomic_load_n(&vm->reason, __ATOMIC_ACQUIRE) != VM_RUNNING;
 }
 
+/*
+ * PSCI's SYSTEM_OFF and SYSTEM_RESET (arm64), served by KVM. A kernel that
+ * panics with panic=-1 resets: its console says which it was.
+ */
 static void handle_system_event(struct vcpu *v)
 {
+	char line[CONSOLE_LINE_MAX];
+
 	switch (v->run->system_event.type) {
 	case KVM_SYSTEM_EVENT_SHUTDOWN:
 		vm_stop(v->vm, VM_STOP_POWEROFF, 0, "guest powered off");
 		break;
 	case KVM_SYSTEM_EVENT_RESET:
-		vm_stop(v->vm, VM_STOP_RESET, 0, "guest reset");
+		console_flush(&v->vm->console);
+		if (console_panicked(&v->vm->console, line, sizeof(line)))
+			vm_stop(v->vm, VM_STOP_PANIC, 0, "guest kernel panic: %s", line);
+		else
+			vm_stop(v->vm, VM_STOP_RESET, 0, "guest reset");
 		break;
 	default:
 		vm_stop(v->vm, VM_STOP_CRASH, 0, "guest crashed (system event %u)",
 			v->run->system_event.type);
 	}
+}
+
+bool vm_exit_unexpected(struct vcpu *v)
+{
+	if (v->run->exit_reason == KVM_EXIT_FAIL_ENTRY)
+		vm_stop(v->vm, VM_STOP_CRASH, 0, "KVM could not enter vCPU %u "
+			"(hardware reason 0x%llx)", v->id,
+			(unsigned long long)v->run->fail_entry.hardware_entry_failure_reason);
+	else
+		vm_stop(v->vm, VM_STOP_CRASH, 0, "unexpected KVM exit %u on vCPU %u",
+			v->run->exit_reason, v->id);
+	return false;
 }
 
 /* Returns false when the vCPU must leave its loop. */
@@ -472,6 +500,7 @@ void vm_destroy(struct vm *vm)
 	vm->nr_virtio = 0;
 	evloop_free(&vm->loop);
 	console_flush(&vm->console);
+	arch_vm_free(vm);
 	if (vm->fd >= 0)
 		close(vm->fd);
 	if (vm->stop_fd >= 0)

@@ -153,6 +153,13 @@ void vm_destroy(struct vm *vm);
 const char *vm_reason_name(enum vm_stop_reason r);
 
 /*
+ * An exit neither the machine nor its arch expects (KVM could not enter the
+ * vCPU, or one husk never asks for): the VM stops as crashed. False, for
+ * the vCPU loop.
+ */
+bool vm_exit_unexpected(struct vcpu *v);
+
+/*
  * Devices (devices.c): an MMIO exit from a vCPU thread: husk's control
  * registers, the boot timer and the virtio-mmio slots.
  */

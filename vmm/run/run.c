@@ -857,7 +857,7 @@ static int prepare(struct sup *S)
 		S->r->from_template = true;
 		S->r->t_restore_open = now_us() - S->start;
 	} else {
-		err = run_find_image(o->kernel, "HUSK_KERNEL", "vmlinux", S->kernel,
+		err = run_find_image(o->kernel, "HUSK_KERNEL", ARCH_KERNEL_NAME, S->kernel,
 				 sizeof(S->kernel));
 		if (!err)
 			err = run_find_image(o->rootfs, "HUSK_ROOTFS", "rootfs.ext4", S->rootfs,

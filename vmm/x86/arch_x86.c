@@ -24,6 +24,15 @@
 int arch_kvm_init(struct kvm_sys *k)
 {
 	struct kvm_cpuid2 *c;
+	int err;
+
+	err = kvm_require(k, KVM_CAP_PIT2, "KVM_CAP_PIT2 (in-kernel timer)");
+	if (!err)
+		err = kvm_require(k, KVM_CAP_SET_TSS_ADDR, "KVM_CAP_SET_TSS_ADDR");
+	if (!err)
+		err = kvm_require(k, KVM_CAP_EXT_CPUID, "KVM_CAP_EXT_CPUID");
+	if (err)
+		return err;
 
 	k->arch.have_xcrs = kvm_cap(k, KVM_CAP_XCRS) > 0;
 	c = calloc(1, sizeof(*c) + CPUID_MAX_ENTRIES * sizeof(c->entries[0]));
@@ -31,8 +40,7 @@ int arch_kvm_init(struct kvm_sys *k)
 		return husk_seterr(ENOMEM, "out of memory");
 	c->nent = CPUID_MAX_ENTRIES;
 	if (ioctl(k->fd, KVM_GET_SUPPORTED_CPUID, c) < 0) {
-		int err = errno;
-
+		err = errno;
 		free(c);
 		return husk_seterr(err, "KVM_GET_SUPPORTED_CPUID: %s", strerror(err));
 	}
@@ -69,6 +77,11 @@ int arch_vm_init(struct vm *vm)
 	return 0;
 }
 
+/* The irqchip and the PIT live and die with the VM fd. */
+void arch_vm_free(struct vm *vm)
+{
+}
+
 int arch_load_kernel(struct vm *vm, int fd)
 {
 	return load_kernel_fd_x86(&vm->mem, fd, &vm->arch.kernel);
@@ -95,6 +108,12 @@ int arch_boot_tables(struct vm *vm, const char *cmdline, uint64_t rd_gpa, uint64
 	husk_debug("kernel entry 0x%llx, cmdline \"%s\"",
 		   (unsigned long long)vm->arch.kernel.entry, cmdline);
 	return err;
+}
+
+/* The in-kernel irqchip exists since arch_vm_init: nothing waits for the vCPUs. */
+int arch_vcpus_created(struct vm *vm)
+{
+	return 0;
 }
 
 int arch_vcpus_init(struct vm *vm, bool boot)
@@ -152,15 +171,8 @@ bool arch_handle_exit(struct vcpu *v)
 	case KVM_EXIT_HLT:
 		vm_stop(v->vm, VM_STOP_CRASH, 0, "vCPU %u halted with interrupts off", v->id);
 		return false;
-	case KVM_EXIT_FAIL_ENTRY:
-		vm_stop(v->vm, VM_STOP_CRASH, 0, "KVM could not enter vCPU %u "
-			"(hardware reason 0x%llx)", v->id,
-			(unsigned long long)v->run->fail_entry.hardware_entry_failure_reason);
-		return false;
 	default:
-		vm_stop(v->vm, VM_STOP_CRASH, 0, "unexpected KVM exit %u on vCPU %u",
-			v->run->exit_reason, v->id);
-		return false;
+		return vm_exit_unexpected(v);
 	}
 }
 

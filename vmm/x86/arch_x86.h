@@ -26,6 +26,12 @@
 #define ARCH_VIRTIO_GPA VIRTIO_MMIO_GPA
 #define ARCH_VIRTIO_STRIDE 0x1000ull
 #define ARCH_KERNEL_MAX_FILE KERNEL_MAX_FILE
+/* What husk boots, for usage texts; the default kernel's file name. */
+#define ARCH_KERNEL_KIND "an x86-64 Linux kernel (vmlinux ELF or bzImage)"
+#define ARCH_KERNEL_NAME "vmlinux"
+/* RAM from gpa 0 up to the 32-bit MMIO hole, the rest above 4 GiB (guest_mem.h). */
+#define ARCH_RAM_GPA 0ull
+#define ARCH_RAM_LOW_MAX GMEM_HOLE_START
 
 /* What the host's KVM told us once (kvm_sys.arch). */
 struct arch_kvm {
