@@ -54,10 +54,8 @@
  */
 #define DRAIN_MS 2000
 
-/* Husk control registers: the shared ABI. */
+/* Husk control registers: the shared ABI (guest-init/ctl.h reaches them). */
 #include "machine/husk_ctl.h"
-#define HUSK_PORT_EVENT (HUSK_CTL_PORT + HUSK_CTL_EVENT)
-#define HUSK_PORT_POWEROFF (HUSK_CTL_PORT + HUSK_CTL_POWEROFF)
 
 struct init_cfg {
 	bool test_mode;

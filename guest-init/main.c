@@ -18,6 +18,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/random.h>
+#include <sys/socket.h>
+/* After sys/socket.h: it uses struct sockaddr without including it. */
 #include <linux/vm_sockets.h>
 #include <poll.h>
 #include <signal.h>
@@ -25,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/io.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -38,11 +39,11 @@
 #include <unistd.h>
 
 #include "init.h"
+#include "guest-init/ctl.h"
 #include "job/proto.h"
 #include "lib/util.h"
 
 struct init_cfg cfg = { .ctl = -1, .workspace = WORKSPACE };
-static bool have_ports;
 
 uint64_t realtime_ns(void)
 {
@@ -54,8 +55,7 @@ uint64_t realtime_ns(void)
 
 void husk_event(uint32_t code)
 {
-	if (have_ports)
-		outl(code, HUSK_PORT_EVENT);
+	ctl_write(HUSK_CTL_EVENT, code);
 }
 
 static _Noreturn void power_off(int status)
@@ -65,9 +65,11 @@ static _Noreturn void power_off(int status)
 	sync();
 	/* The UART sends from the tty buffer: let the last messages out. */
 	tcdrain(STDERR_FILENO);
-	if (have_ports)
-		outl(status, HUSK_PORT_POWEROFF);
-	/* No port (ioperm failed): reboot=k turns this into an i8042 reset. */
+	ctl_write(HUSK_CTL_POWEROFF, status);
+	/*
+	 * No registers: reboot=k turns this into an i8042 reset on x86, PSCI
+	 * resets an arm64 guest.
+	 */
 	reboot(RB_AUTOBOOT);
 	for (;;)
 		pause();
@@ -165,9 +167,9 @@ static void pid1_setup(void)
 	 */
 	mount_fs("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
 		 "newinstance,ptmxmode=0666,mode=0620,gid=5");
-	have_ports = ioperm(HUSK_PORT_EVENT, 8, 1) == 0;
-	if (!have_ports)
-		fprintf(stderr, "husk-init: ioperm: %s (no husk events)\n", strerror(errno));
+	if (!ctl_open())
+		fprintf(stderr, "husk-init: no husk control registers: %s (no husk events)\n",
+			strerror(errno));
 	husk_event(HUSK_EV_INIT);
 }
 

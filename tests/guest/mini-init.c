@@ -1,7 +1,7 @@
 /*
  * mini-init: the /init of the integration tests' tiny initramfs. It proves
  * the guest reached userspace: mounts /dev and /proc, tells husk "init
- * reached" through the control port, prints a marker with the CPU count the
+ * reached" through its control registers (guest-init/ctl.c), prints a marker with the CPU count the
  * kernel brought up, runs /job.sh with /bin/sh if the image has one (the
  * demo's sample job), and powers the VM off through husk's register (with
  * reboot(2) as the fallback, which reboot=k turns into an i8042 reset).
@@ -13,7 +13,6 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/io.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/stat.h>
@@ -21,6 +20,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "guest-init/ctl.h"
 #include "machine/husk_ctl.h"
 
 static void console_stdio(void)
@@ -135,16 +135,16 @@ static void dump_kmsg(void)
 
 int main(void)
 {
-	int have_port, status;
+	int have_ctl, status;
 
 	console_stdio();
-	have_port = ioperm(HUSK_CTL_PORT, 8, 1) == 0;
-	if (have_port)
-		outl(HUSK_EV_INIT, HUSK_CTL_PORT);
+	/* devtmpfs first: on arm64 the registers are reached through /dev/mem. */
+	have_ctl = ctl_open();
+	ctl_write(HUSK_CTL_EVENT, HUSK_EV_INIT);
 	mkdir("/proc", 0555);
 	mount("proc", "/proc", "proc", 0, NULL);
 	printf("HUSK-MINI-INIT: reached userspace, cpus=%d, husk-port=%s, mem_mib=%ld\n",
-	       count_cpus(), have_port && inl(HUSK_CTL_PORT) == HUSK_CTL_MAGIC ? "yes" : "no",
+	       count_cpus(), have_ctl ? "yes" : "no",
 	       mem_total_kib() / 1024);
 	fflush(stdout);
 	if (cmdline_has("mini-init.kmsg"))
@@ -152,8 +152,7 @@ int main(void)
 	status = run_job();
 	/* The UART sends from the kernel's tty buffer: let it drain first. */
 	tcdrain(STDOUT_FILENO);
-	if (have_port)
-		outl(status, HUSK_CTL_PORT + HUSK_CTL_POWEROFF);
+	ctl_write(HUSK_CTL_POWEROFF, status);
 	reboot(RB_AUTOBOOT);
 	return 0;
 }
