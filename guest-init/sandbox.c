@@ -256,10 +256,28 @@ static int keep_root(void)
 /* ---- seccomp ---- */
 
 /*
+ * The guest runs the host's arch (x86_64 or arm64); the job's calls must be
+ * that ABI's. Anything else is killed: i386 and x32 on x86_64, AArch32 on
+ * arm64 (a compat task of a kernel built with it).
+ */
+#if defined(__x86_64__)
+#define JOB_AUDIT_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define JOB_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#else
+#error "the job's seccomp filter is written for x86_64 and arm64"
+#endif
+/* ARG_LO() reads an argument's low half at its first bytes. */
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the job's seccomp filter assumes a little-endian ABI"
+#endif
+
+/*
  * Denied with EPERM: process inspection, mounts and namespaces, kernel
- * code and keyrings, the clock, raw I/O ports, swap, accounting, reboot,
- * BPF/perf and userfaultfd (common exploit building blocks), io_uring
- * (its ops bypass this filter). Missing numbers in old headers are skipped.
+ * code and keyrings, the clock, raw I/O ports (x86 only: arm64 has no such
+ * calls), swap, accounting, reboot, BPF/perf and userfaultfd (common
+ * exploit building blocks), io_uring (its ops bypass this filter). Numbers
+ * missing from old headers, or from the arch, are skipped.
  */
 static const int denied[] = {
 	__NR_ptrace, __NR_process_vm_readv, __NR_process_vm_writev,
@@ -277,7 +295,9 @@ static const int denied[] = {
 	__NR_keyctl, __NR_add_key, __NR_request_key,
 	__NR_unshare, __NR_setns,
 	__NR_reboot, __NR_swapon, __NR_swapoff, __NR_acct,
+#ifdef __NR_iopl
 	__NR_iopl, __NR_ioperm,
+#endif
 	__NR_settimeofday, __NR_clock_settime, __NR_clock_adjtime, __NR_adjtimex,
 	__NR_userfaultfd,
 #ifdef __NR_io_uring_setup
@@ -333,10 +353,12 @@ static int install_seccomp(void)
 	unsigned i;
 
 	emit(&p, BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch), 0, 0);
-	emit(&p, BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, L_NEXT, L_KILL);
+	emit(&p, BPF_JMP | BPF_JEQ | BPF_K, JOB_AUDIT_ARCH, L_NEXT, L_KILL);
 	emit(&p, BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr), 0, 0);
+#ifdef __x86_64__
 	/* x32 numbers would otherwise reach the same handlers past our checks. */
-	emit(&p, BPF_JMP | BPF_JGE | BPF_K, 0x40000000, L_KILL, L_NEXT);
+	emit(&p, BPF_JMP | BPF_JGE | BPF_K, __X32_SYSCALL_BIT, L_KILL, L_NEXT);
+#endif
 	for (i = 0; i < ARRAY_SIZE(denied); i++)
 		emit(&p, BPF_JMP | BPF_JEQ | BPF_K, denied[i], L_EPERM, L_NEXT);
 #ifdef __NR_clone3

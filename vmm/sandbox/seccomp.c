@@ -17,8 +17,16 @@
  * stack) + exit, and malloc in a new thread creates an arena with mmap +
  * mprotect. (stdio's first write to a stream it buffers would fstat it and
  * ask for a tty; no list allows that.)
+ *
+ * One set of lists serves x86_64 and arm64: the names are the ABI's own
+ * (__NR_* from the compiler's <asm/unistd.h>). arm64 lacks the calls its
+ * newer forms replaced, and there glibc makes the newer one for the same
+ * function: POLL_CALL and friends below name what each arch's glibc uses.
+ * Only the KVM ioctls differ in substance (x86's register and state calls
+ * have no arm64 twins).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/kvm.h>
 #include <linux/seccomp.h>
@@ -40,15 +48,23 @@
 #include "lib/util.h"
 #include "machine/vm.h"
 
-#ifndef __x86_64__
-#error "the seccomp allowlists are written for x86_64"
+#if defined(__x86_64__)
+#define HOST_AUDIT_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define HOST_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#else
+#error "the seccomp allowlists are written for x86_64 and arm64"
+#endif
+/* load_arg() reads an argument's low half at its first bytes. */
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the seccomp argument checks assume a little-endian ABI"
 #endif
 /* si_code of a filter's SIGSYS: the kernel's value, which glibc does not export. */
 #ifndef SYS_SECCOMP
 #define SYS_SECCOMP 1
 #endif
 
-/* Every syscall name of this ABI, generated from <asm/unistd_64.h>. */
+/* Every syscall name of this ABI, generated from <asm/unistd.h>. */
 static const char *const syscall_names[] = {
 #include "syscall_names.h"
 };
@@ -80,6 +96,30 @@ struct rule {
 #define ALLOW(name) { .nr = __NR_##name }
 #define CHECKED(name, ...) { .nr = __NR_##name, .c = { __VA_ARGS__ } }
 #define REFUSE(name, e) { .nr = __NR_##name, .ret = SECCOMP_RET_ERRNO | (e) }
+
+/*
+ * The calls glibc makes for poll(), epoll_wait() and unlink(): on arm64
+ * ppoll, epoll_pwait and unlinkat(AT_FDCWD, path, 0), since it has no
+ * others. The unlinkat check keeps it to what unlink() can do: AT_FDCWD
+ * (negative, so compared by its low half) and no AT_REMOVEDIR.
+ */
+#ifdef __NR_poll
+#define POLL_CALL ALLOW(poll)
+#else
+#define POLL_CALL ALLOW(ppoll)
+#endif
+#ifdef __NR_epoll_wait
+#define EPOLL_WAIT_CALL ALLOW(epoll_wait)
+#else
+#define EPOLL_WAIT_CALL ALLOW(epoll_pwait)
+#endif
+#ifdef __NR_unlink
+#define UNLINK_CALL ALLOW(unlink)
+#define UNLINK_REFUSED(e) REFUSE(unlink, e)
+#else
+#define UNLINK_CALL CHECKED(unlinkat, IN(0, (uint32_t)AT_FDCWD), IN(2, 0))
+#define UNLINK_REFUSED(e) REFUSE(unlinkat, e)
+#endif
 
 /* Every kind: what the SIGSYS handler, locks, clocks and glibc need. */
 static const struct rule common_rules[] = {
@@ -115,12 +155,18 @@ static const struct rule san_rules[] = {
 	CHECKED(tgkill, SELF_PID(0), IN(2, VCPU_KICK_SIGNAL)), \
 	ALLOW(getpid)		/* pthread_kill() passes it to tgkill */
 
-/* vm.c vcpu_thread(), handle_exit(), devices_x86.c and the MMIO registers. */
+/* vm.c vcpu_thread(), handle_exit(), the arch's exits and the MMIO registers. */
 static const struct rule vcpu_rules[] = {
+#if defined(__x86_64__)
 	CHECKED(ioctl, IN(1, KVM_RUN,	/* first: by far the most frequent call */
 			  KVM_IRQ_LINE,	/* COM1 interrupt from the UART */
 			  KVM_GET_REGS,	/* rip and its translation for the */
 			  KVM_TRANSLATE)),	/* KVM internal error report */
+#else
+	CHECKED(ioctl, IN(1, KVM_RUN,	/* first: by far the most frequent call */
+			  KVM_IRQ_LINE,	/* the UART's SPI */
+			  KVM_GET_ONE_REG)),	/* pc: the profiler, the internal error report */
+#endif
 	CHECKED(epoll_ctl, IN(1, EPOLL_CTL_DEL)),	/* virtio-net reset stops polling the tap */
 	KICK_RULES,
 	ALLOW(exit),		/* the thread ends */
@@ -128,7 +174,7 @@ static const struct rule vcpu_rules[] = {
 
 /* evloop.c and the device backends it runs: blk, rng, vsock, net. */
 static const struct rule evloop_rules[] = {
-	ALLOW(epoll_wait),	/* the loop itself */
+	EPOLL_WAIT_CALL,	/* the loop itself */
 	ALLOW(read),		/* ioeventfds, work and kick eventfds, the vsock timerfd */
 	ALLOW(preadv),		/* virtio-blk requests on the image fd */
 	ALLOW(pwritev),
@@ -158,7 +204,7 @@ static const struct rule evloop_rules[] = {
  * fstat or tty ioctl.
  */
 static const struct rule boot_main_rules[] = {
-	ALLOW(poll),		/* stop fd, signalfd, stdin */
+	POLL_CALL,		/* stop fd, signalfd, stdin */
 	ALLOW(read),		/* stdin for the guest's UART, signalfd, the loop's wake fd */
 	CHECKED(ioctl, IN(1, KVM_IRQ_LINE)),	/* stdin bytes raise COM1's interrupt */
 	KICK_RULES,		/* timeout and signals stop the VM from here */
@@ -167,7 +213,7 @@ static const struct rule boot_main_rules[] = {
 	ALLOW(munmap),		/* teardown: vCPU run areas, guest RAM */
 	ALLOW(brk),		/* malloc: stdout's buffer */
 	CHECKED(mmap, CLEAR(2, PROT_EXEC)),
-	ALLOW(unlink),		/* teardown: virtio-vsock removes its --vsock socket */
+	UNLINK_CALL,		/* teardown: virtio-vsock removes its --vsock socket */
 };
 
 /*
@@ -176,7 +222,7 @@ static const struct rule boot_main_rules[] = {
  * vm_destroy(). Host files are the supervisor's: no open, mkdir, rename.
  */
 #define RUN_MAIN_RULES \
-	ALLOW(poll),		/* the job loop; proto_send()'s bounded wait */ \
+	POLL_CALL,		/* the job loop; proto_send()'s bounded wait */ \
 	ALLOW(read),		/* control socket, stdin, signalfd, the loop's wake fd */ \
 	ALLOW(sendmsg),		/* frames to guest-init, messages to the supervisor */ \
 	ALLOW(recvfrom),	/* recv() from the supervisor channel */ \
@@ -195,7 +241,7 @@ static const struct rule boot_main_rules[] = {
 	 * virtio-vsock's teardown unlinks its socket; the supervisor removes \
 	 * the whole runtime directory, so a quiet EPERM is enough here. \
 	 */ \
-	REFUSE(unlink, EPERM)
+	UNLINK_REFUSED(EPERM)
 
 static const struct rule run_main_rules[] = {
 	RUN_MAIN_RULES,
@@ -205,8 +251,11 @@ static const struct rule run_main_rules[] = {
  * husk template create's VM process: the same loop, and at guest-init's
  * HELLO vm_snapshot(): only KVM's read-out calls, the vCPUs' last KVM_RUN
  * (immediate_exit, pending I/O), and the two files the supervisor opened.
+ * arm64 saves no state yet (arch_save_state() refuses before any ioctl),
+ * so its list has no KVM call at all.
  */
 static const struct rule template_main_rules[] = {
+#if defined(__x86_64__)
 	CHECKED(ioctl, IN(1, KVM_RUN, KVM_GET_REGS, KVM_GET_SREGS, KVM_GET_XSAVE,
 #ifdef KVM_GET_XSAVE2
 			  KVM_GET_XSAVE2,
@@ -215,6 +264,7 @@ static const struct rule template_main_rules[] = {
 			  KVM_GET_MP_STATE, KVM_GET_VCPU_EVENTS, KVM_GET_CPUID2, KVM_GET_CLOCK,
 			  KVM_GET_IRQCHIP, KVM_GET_PIT2, KVM_GET_MSR_INDEX_LIST,
 			  KVM_CHECK_EXTENSION)),
+#endif
 	ALLOW(pwrite64),	/* the state file and the RAM image */
 	ALLOW(ftruncate),	/* the image's size: holes for untouched RAM */
 	ALLOW(mincore),		/* which RAM pages the guest ever touched */
@@ -228,7 +278,7 @@ static const struct rule template_main_rules[] = {
  * in a network namespace of its own where a new one would reach nothing.
  */
 static const struct rule dns_helper_rules[] = {
-	ALLOW(epoll_wait),	/* its loop */
+	EPOLL_WAIT_CALL,	/* its loop */
 	ALLOW(recvfrom),	/* guest queries, upstream answers, acks from the supervisor */
 	ALLOW(sendto),		/* answers to the guest, our queries, learn requests */
 	ALLOW(accept4),		/* the guest's TCP connections */
@@ -378,13 +428,19 @@ int seccomp_build(enum seccomp_kind kind, int log, struct sock_filter *out, unsi
 	if ((unsigned)kind >= SECCOMP_KIND__COUNT)
 		return -EINVAL;
 	l = &lists[kind];
-	/* Another ABI's numbers would meet our checks with other meanings: never allowed. */
+	/*
+	 * Another ABI's numbers (i386 or x32 on x86_64, AArch32 on arm64)
+	 * would meet our checks with other meanings: never allowed.
+	 */
 	emit(&p, BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch), 0, 0);
-	emit(&p, BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0);
+	emit(&p, BPF_JMP | BPF_JEQ | BPF_K, HOST_AUDIT_ARCH, 1, 0);
 	emit(&p, BPF_RET | BPF_K, trap, 0, 0);
 	emit(&p, BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr), 0, 0);
+#ifdef __x86_64__
+	/* x32 shares AUDIT_ARCH_X86_64 and sets this bit in the number. */
 	emit(&p, BPF_JMP | BPF_JGE | BPF_K, __X32_SYSCALL_BIT, 0, 1);
 	emit(&p, BPF_RET | BPF_K, trap, 0, 0);
+#endif
 	for (i = 0; i < l->n; i++)
 		emit_rule(&p, &l->r[i], deny);
 	for (i = 0; i < ARRAY_SIZE(common_rules); i++)
@@ -432,12 +488,29 @@ static size_t put_num(char *d, size_t at, size_t cap, unsigned long v, unsigned 
 	return at;
 }
 
+/* What the report says instead of a name for another ABI's call; NULL for ours. */
+static const char *foreign_abi(unsigned arch, unsigned nr)
+{
+	if (arch != HOST_AUDIT_ARCH) {
+#ifdef __x86_64__
+		if (arch == AUDIT_ARCH_I386)
+			return "i386 ABI call";
+#endif
+		return "foreign ABI call";
+	}
+#ifdef __x86_64__
+	if (nr & __X32_SYSCALL_BIT)
+		return "x32 ABI call";
+#endif
+	return NULL;
+}
+
 static void sigsys_handler(int sig, siginfo_t *si, void *uc)
 {
 	static const char prefix[] = "husk: ";
 	unsigned kind = (unsigned)si->si_errno;	/* the filter's RET_DATA */
 	unsigned nr = (unsigned)si->si_syscall;
-	const char *name = seccomp_syscall_name(nr);
+	const char *name = seccomp_syscall_name(nr), *abi;
 	char msg[200];
 	size_t n = 0, cap = sizeof(msg) - 1, len, i;
 	char *buf;
@@ -451,12 +524,9 @@ static void sigsys_handler(int sig, siginfo_t *si, void *uc)
 		n = put_str(msg, n, cap, "seccomp: ");
 		n = put_str(msg, n, cap, seccomp_kind_name(kind));
 		n = put_str(msg, n, cap, " thread made a forbidden system call: ");
-		if (si->si_arch != AUDIT_ARCH_X86_64) {
-			n = put_str(msg, n, cap, si->si_arch == AUDIT_ARCH_I386 ?
-				    "i386 ABI call" : "foreign ABI call");
-			name = NULL;
-		} else if (nr & __X32_SYSCALL_BIT) {
-			n = put_str(msg, n, cap, "x32 ABI call");
+		abi = foreign_abi(si->si_arch, nr);
+		if (abi) {
+			n = put_str(msg, n, cap, abi);
 			name = NULL;
 		}
 		if (name) {

@@ -5,8 +5,9 @@
  * Every thread kind gets its own short list (seccomp.c says why each call
  * is there), with argument checks where they matter: ioctl request numbers,
  * no PROT_EXEC for mmap/mprotect, AF_UNIX only for socket, tgkill only to
- * this process with the vCPU kick signal. Only x86_64 calls pass; i386
- * (int 0x80) and x32 numbers are refused whatever the mode.
+ * this process with the vCPU kick signal. Only the host ABI's calls pass
+ * (x86_64 or arm64): i386 (int 0x80) and x32 numbers on x86_64, AArch32
+ * ones on arm64, are refused whatever the mode.
  *
  * Contract:
  * - A thread calls seccomp_install() for itself (filters are per thread, no
@@ -81,7 +82,7 @@ int seccomp_env_check(void);
 /* "vCPU", "device event loop", ... for messages. */
 const char *seccomp_kind_name(enum seccomp_kind kind);
 
-/* The x86_64 name of a system call number, or NULL. */
+/* The host ABI's name of a system call number (x86_64 or arm64), or NULL. */
 const char *seccomp_syscall_name(long nr);
 
 /* How many distinct system calls kind's list lets through (any arguments). */
