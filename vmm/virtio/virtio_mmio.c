@@ -519,14 +519,21 @@ int virtio_mmio_add(struct vm *vm, struct virtio_dev *d, const struct virtio_dev
 	pthread_mutex_init(&d->lock, &attr);
 	pthread_mutexattr_destroy(&attr);
 
-	/* Where the guest learns of it from its command line (else its device tree). */
-	n = ARCH_VIRTIO_ON_CMDLINE ?
-	    snprintf(vm->dev_cmdline + used, sizeof(vm->dev_cmdline) - used,
-		     " virtio_mmio.device=4K@0x%llx:%u", (unsigned long long)d->base, d->irq) : 0;
-	if (n < 0 || (size_t)n >= sizeof(vm->dev_cmdline) - used) {
-		vm->dev_cmdline[used] = '\0';
-		pthread_mutex_destroy(&d->lock);
-		return husk_seterr(E2BIG, "virtio device parameters do not fit the command line");
+	/*
+	 * Where the guest learns of it from its command line (else its device
+	 * tree). Inside the if, not a conditional expression: on arm64 gcc
+	 * would otherwise see the error path with used == sizeof and warn.
+	 */
+	if (ARCH_VIRTIO_ON_CMDLINE) {
+		n = snprintf(vm->dev_cmdline + used, sizeof(vm->dev_cmdline) - used,
+			     " virtio_mmio.device=4K@0x%llx:%u", (unsigned long long)d->base,
+			     d->irq);
+		if (n < 0 || (size_t)n >= sizeof(vm->dev_cmdline) - used) {
+			vm->dev_cmdline[used] = '\0';
+			pthread_mutex_destroy(&d->lock);
+			return husk_seterr(E2BIG, "virtio device parameters do not fit the "
+					   "command line");
+		}
 	}
 	if (vm->fd >= 0 && (err = wire(d))) {
 		char msg[256];
