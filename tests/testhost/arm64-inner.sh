@@ -56,6 +56,18 @@ run "--put/--get round trip" 0 $RUN --put "$W/in.txt:in.txt" --get out:$W/result
 	-- sh -c 'mkdir out && cp in.txt out/'
 if cmp -s $W/in.txt $W/results/out/in.txt; then ok "bytes preserved"; else bad "file differs"; fi
 
+# Hostile jobs, a subset of the audit (tests/audit): each is contained by
+# the guest's limits and ends with its own status, the VM torn down.
+run "fork bomb (endless) is killed at --timeout" 124 $RUN --timeout 10 --json \
+	-- sh -c 'b() { b | b & }; (b) 2>/dev/null; exec sleep 600'
+has "fork bomb: reason on stderr" $W/err 'job timed out after 10 s and was killed'
+has "fork bomb: the VM process ran in the full jail" $W/out '"jail":{"confined":true'
+run "memory exhaustion is the job's problem, not the VM's" 3 $RUN --mem 256 --timeout 80 \
+	-- sh -c 'awk "BEGIN { s = \"x\"; while (1) s = s s }" 2>&1; echo "awk-status=$?"; exit 3'
+has "memory: the hog died, the job's shell carried on" $W/out '^awk-status=[1-9]'
+run "job killed by a signal gives 128+N" 137 $RUN -- sh -c 'kill -9 $$'
+if pgrep -f "husk run" >/dev/null; then bad "a husk process is left"; else ok "no husk process left"; fi
+
 # The egress filter on the tap: its BPF program is the same bytecode on
 # every arch. The "internet" is a documentation address on the test host's
 # own lo, served by busybox httpd; the guest reaches it through its tap.
