@@ -15,6 +15,7 @@
 
 #include "arm64/cpu_arm64.h"
 #include "arm64/fdt_arm64.h"
+#include "arm64/vmstate_arm64.h"
 #include "machine/arch.h"
 #include "machine/vm.h"
 #include "lib/util.h"
@@ -33,10 +34,9 @@ void arch_kvm_free(struct kvm_sys *k)
 {
 }
 
-/* Templates keep a vCPU state that is x86's today. */
 int arch_host_fp(const struct kvm_sys *k, uint8_t fp[32])
 {
-	return husk_seterr(EOPNOTSUPP, "templates are not supported on arm64 hosts yet");
+	return hostfp_arm64(k, fp);
 }
 
 static int gic_attr(struct vm *vm, uint32_t group, uint64_t attr, void *val, const char *what)
@@ -345,10 +345,10 @@ void arch_report_internal_error(struct vcpu *v)
 
 int arch_save_state(struct vm *vm, struct snap_writer *w)
 {
-	return husk_seterr(EOPNOTSUPP, "templates are not supported on arm64 hosts yet");
+	return vmstate_save_arm64(vm, w);
 }
 
 int arch_restore_state(struct vm *vm, const struct vm_restore *r)
 {
-	return husk_seterr(EOPNOTSUPP, "templates are not supported on arm64 hosts yet");
+	return vmstate_restore_arm64(vm, r);
 }

@@ -356,6 +356,14 @@ static void handle_system_event(struct vcpu *v)
 	}
 }
 
+int vm_vcpu_finish_io(struct vcpu *v)
+{
+	__atomic_store_n(&v->run->immediate_exit, 1, __ATOMIC_SEQ_CST);
+	if (ioctl(v->fd, KVM_RUN, 0) < 0 && errno != EINTR)
+		return husk_seterr(errno, "KVM_RUN to finish pending I/O: %s", strerror(errno));
+	return 0;
+}
+
 bool vm_exit_unexpected(struct vcpu *v)
 {
 	if (v->run->exit_reason == KVM_EXIT_FAIL_ENTRY)

@@ -153,6 +153,13 @@ void vm_destroy(struct vm *vm);
 const char *vm_reason_name(enum vm_stop_reason r);
 
 /*
+ * Before a stopped vCPU's state is saved: KVM_RUN once with immediate_exit
+ * set, so an MMIO or port access husk answered lands in the guest's
+ * registers. -errno.
+ */
+int vm_vcpu_finish_io(struct vcpu *v);
+
+/*
  * An exit neither the machine nor its arch expects (KVM could not enter the
  * vCPU, or one husk never asks for): the VM stops as crashed. False, for
  * the vCPU loop.

@@ -251,8 +251,7 @@ static const struct rule run_main_rules[] = {
  * husk template create's VM process: the same loop, and at guest-init's
  * HELLO vm_snapshot(): only KVM's read-out calls, the vCPUs' last KVM_RUN
  * (immediate_exit, pending I/O), and the two files the supervisor opened.
- * arm64 saves no state yet (arch_save_state() refuses before any ioctl),
- * so its list has no KVM call at all.
+ * arm64 reads its registers one by one and the GIC through its device fd.
  */
 static const struct rule template_main_rules[] = {
 #if defined(__x86_64__)
@@ -264,6 +263,9 @@ static const struct rule template_main_rules[] = {
 			  KVM_GET_MP_STATE, KVM_GET_VCPU_EVENTS, KVM_GET_CPUID2, KVM_GET_CLOCK,
 			  KVM_GET_IRQCHIP, KVM_GET_PIT2, KVM_GET_MSR_INDEX_LIST,
 			  KVM_CHECK_EXTENSION)),
+#else
+	CHECKED(ioctl, IN(1, KVM_RUN, KVM_GET_REG_LIST, KVM_GET_ONE_REG, KVM_GET_MP_STATE,
+			  KVM_GET_DEVICE_ATTR, KVM_CHECK_EXTENSION)),
 #endif
 	ALLOW(pwrite64),	/* the state file and the RAM image */
 	ALLOW(ftruncate),	/* the image's size: holes for untouched RAM */

@@ -235,7 +235,7 @@ int arch_save_state(struct vm *vm, struct snap_writer *w)
 
 	for (i = 0; i < vm->nr_vcpus; i++) {
 		fds[i] = vm->vcpus[i].fd;
-		err = vmstate_complete_io_x86(fds[i], vm->vcpus[i].run);
+		err = vm_vcpu_finish_io(&vm->vcpus[i]);
 		if (err)
 			return err;
 	}

@@ -249,17 +249,6 @@ static int restore_cpuid(int fd, unsigned id, const struct snap_section *sec)
 
 /* ---- vCPUs ---- */
 
-int vmstate_complete_io_x86(int fd, struct kvm_run *run)
-{
-	int r;
-
-	__atomic_store_n(&run->immediate_exit, 1, __ATOMIC_SEQ_CST);
-	r = ioctl(fd, KVM_RUN, 0);
-	if (r < 0 && errno != EINTR)
-		return husk_seterr(errno, "KVM_RUN to finish pending I/O: %s", strerror(errno));
-	return 0;
-}
-
 /* A fixed-size KVM structure, read by ioctl into a section element. */
 #define SAVE_FIXED(tag, type, req) do {					\
 		type v_;						\

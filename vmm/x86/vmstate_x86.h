@@ -6,7 +6,7 @@
  * both PICs, the IOAPIC and the PIT.
  *
  * Save a vCPU only once it is out of KVM_RUN with its pending I/O finished
- * (vmstate_complete_io_x86). Restore follows the order KVM needs: per vCPU
+ * (vm_vcpu_finish_io). Restore follows the order KVM needs: per vCPU
  * CPUID, MP state, registers, special registers, XSAVE, XCRs, debug
  * registers, LAPIC, MSRs (TSC before TSC_DEADLINE), events; then for the VM
  * PIT, interrupt controllers, clock and TSCs. Every element must be present and
@@ -42,8 +42,6 @@ int vmstate_msr_list_x86(const struct kvm_sys *k, uint32_t *idx, unsigned max);
 /* Whether index is on the allow list (pure, for the unit tests). */
 int vmstate_msr_allowed_x86(uint32_t index);
 
-/* KVM_RUN once with immediate_exit set: a half-done PIO/MMIO completes. */
-int vmstate_complete_io_x86(int vcpu_fd, struct kvm_run *run);
 
 int vmstate_save_vcpu_x86(const struct kvm_sys *k, int vcpu_fd, unsigned id,
 			  struct snap_writer *w);

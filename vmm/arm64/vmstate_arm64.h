@@ -1,0 +1,35 @@
+/*
+ * vmstate_arm64: KVM state of a paused arm64 VM to and from template
+ * sections (snapshot.h), and the fingerprint of the host it depends on.
+ *
+ * Per vCPU: every register KVM lists (KVM_GET_REG_LIST: core, FP/SIMD,
+ * system registers with the architected timer, PSCI's firmware registers)
+ * and the MP state (a secondary may be powered off); its redistributor's
+ * SGI/PPI state and its GIC CPU interface registers. Per VM: the
+ * distributor's SPI state. GICv3 only: a GICv2 host's VM is refused, saying
+ * so.
+ *
+ * Save a vCPU only once it is out of KVM_RUN with its MMIO finished
+ * (vm_vcpu_finish_io). Restore runs on a VM built the same way (vCPUs
+ * initialised, the GIC initialised, nothing run): the GIC first, with
+ * GICD_IIDR before anything else as KVM asks, then each vCPU's registers.
+ *
+ * A template's state file is checked by its checksum, but still parsed as
+ * untrusted: every record's length is checked before it is used.
+ */
+#ifndef HUSK_VMSTATE_ARM64_H
+#define HUSK_VMSTATE_ARM64_H
+
+#include <stdint.h>
+
+struct kvm_sys;
+struct snap_writer;
+struct vm;
+struct vm_restore;
+
+int vmstate_save_arm64(struct vm *vm, struct snap_writer *w);
+int vmstate_restore_arm64(struct vm *vm, const struct vm_restore *r);
+/* What a template's state depends on in this host (32 bytes). */
+int hostfp_arm64(const struct kvm_sys *k, uint8_t fp[32]);
+
+#endif
