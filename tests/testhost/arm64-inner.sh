@@ -84,6 +84,20 @@ HUSK_FINGERPRINT_EXTRA=another-host run "a template from another kind of host is
 	run --template base $TPL -- true
 has "the reason" $W/err "another kind of host"
 
+# husk serve: jobs cold and from its warm pool of the base template.
+HUSK_KERNEL=$K/Image HUSK_ROOTFS=$T/rootfs.ext4 "$HUSK" serve --socket $W/serve.sock \
+	$TPL --pool base=1 >$W/serve.out 2>$W/serve.err &
+serve=$!
+i=0
+while [ ! -S $W/serve.sock ] && [ $i -lt 100 ]; do sleep 0.2; i=$((i + 1)); done
+run "a cold job through husk serve" 0 run --server $W/serve.sock -- sh -c 'echo served; uname -m'
+same "its output" $W/out "$(printf 'served\naarch64')"
+run "a job from husk serve's pool" 0 run --server $W/serve.sock --template base -- echo pooled
+same "its output" $W/out pooled
+kill $serve; wait $serve
+st=$?
+if [ $st = 0 ]; then ok "husk serve ends cleanly on SIGTERM"; else bad "husk serve: exit $st"; show $W/serve.err; fi
+
 # Hostile jobs, a subset of the audit (tests/audit): each is contained by
 # the guest's limits and ends with its own status, the VM torn down.
 run "fork bomb (endless) is killed at --timeout" 124 $RUN --timeout 10 --json \
