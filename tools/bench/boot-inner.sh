@@ -2,8 +2,10 @@
 # Inside the test host: boot each configuration RUNS times, interleaved so
 # drifting load hits every VMM alike, then summarise. Raw figures go to
 # stdout as "BOOT-RAW config marker_us=N ..." lines for the plot.
-#   boot-inner.sh ROOT KERNEL_DIR INITRD RUNS MEM_MIB QEMU [LKVM]
-ROOT=$1 K=$2 RD=$3 RUNS=$4 MEM=$5 QEMU=$6 LKVM=${7:-}
+#   boot-inner.sh ROOT KERNEL_DIR INITRD RUNS MEM_MIB QEMU [LKVM [ARCH]]
+# ROOT holds husk and tools/bench/boot-timer (a build tree). ARCH x86_64
+# (default) or arm64 picks the configurations and QEMU's machine.
+ROOT=$1 K=$2 RD=$3 RUNS=$4 MEM=$5 QEMU=$6 LKVM=${7:-} ARCH=${8:-x86_64}
 T=$ROOT/tools/bench/boot-timer
 # husk's own parameters (ARCH_CMDLINE_BASE, as husk boot --help prints them)
 # and quiet, for every VMM alike: a copy here could drift from husk's.
@@ -30,29 +32,60 @@ qemu_run() {	# qemu_run KERNEL
 run_true() {
 	"$T" --marker '"exit_code":0' -- "$ROOT/husk" run --json -- true 2>/dev/null </dev/null
 }
-# kvmtool boots bzImage (it has no PVH or vmlinux path).
-lkvm_run() {
-	"$T" --kill-after-marker -- "$LKVM" run --name bench$$ -k "$K/bzImage" -i "$RD" \
-		-m "$MEM" -c 1 --console serial --network mode=none -p "noreplace-smp quiet" 2>/dev/null
+# QEMU's arm64 virt board: its console is the PL011 (ttyAMA0) where husk's
+# is ttyS0; the other parameters are the same.
+qemu_virt_run() {
+	"$T" --kill-after-marker -- "$QEMU" -M virt,gic-version=3 \
+		-enable-kvm -cpu host -m "$MEM" -smp 1 -nodefaults -no-user-config \
+		-display none -serial stdio -no-reboot -kernel "$K/Image" -initrd "$RD" \
+		-append "$(echo "$CMDLINE" | sed 's/console=ttyS0/console=ttyAMA0/')"
+}
+# kvmtool boots bzImage on x86 (it has no PVH or vmlinux path); it adds its
+# own console=ttyS0.
+lkvm_run() {	# lkvm_run KERNEL PARAMS
+	"$T" --kill-after-marker -- "$LKVM" run --name bench$$ -k "$1" -i "$RD" \
+		-m "$MEM" -c 1 --console serial --network mode=none -p "$2" 2>/dev/null
+}
+run() {	# run CONFIG: one boot of that configuration
+	case $1 in
+	husk-vmlinux) husk_run "$K/vmlinux" ;;
+	husk-bzimage) husk_run "$K/bzImage" ;;
+	husk-image) husk_run "$K/Image" ;;
+	qemu-microvm-pvh) qemu_run "$K/vmlinux" ;;
+	qemu-microvm-bzimage) qemu_run "$K/bzImage" ;;
+	qemu-virt-image) qemu_virt_run ;;
+	kvmtool-bzimage) lkvm_run "$K/bzImage" "noreplace-smp quiet" ;;
+	kvmtool-image) lkvm_run "$K/Image" "${CMDLINE#console=ttyS0 }" ;;
+	husk-run-true) run_true ;;
+	esac
 }
 
-configs="husk-vmlinux husk-bzimage qemu-microvm-pvh qemu-microvm-bzimage husk-run-true"
-[ -n "$LKVM" ] && configs="$configs kvmtool-bzimage"
+# configs: the table's rows; order: one round; warm: the round before it.
+if [ "$ARCH" = arm64 ]; then
+	configs="husk-image qemu-virt-image"
+	[ -n "$LKVM" ] && configs="$configs kvmtool-image"
+	order=$configs warm=$configs kvm_arch=" --arch arm64"
+else
+	configs="husk-vmlinux husk-bzimage qemu-microvm-pvh qemu-microvm-bzimage husk-run-true"
+	[ -n "$LKVM" ] && configs="$configs kvmtool-bzimage"
+	order="husk-vmlinux husk-bzimage qemu-microvm-pvh qemu-microvm-bzimage"
+	[ -n "$LKVM" ] && order="$order kvmtool-bzimage"
+	order="$order husk-run-true"
+	warm="husk-vmlinux qemu-microvm-pvh"
+	[ -n "$LKVM" ] && warm="$warm kvmtool-bzimage"
+	warm="$warm husk-run-true" kvm_arch=
+fi
 # One unrecorded round first: the test host's TCG translates each code path
 # of its kernel and of every VMM the first time it runs, which inflates the
 # first boots (up to 3x measured) with the emulator's work, not the VMM's.
-husk_run "$K/vmlinux" >/dev/null
-qemu_run "$K/vmlinux" >/dev/null
-[ -n "$LKVM" ] && lkvm_run >/dev/null
-run_true >/dev/null
+for c in $warm; do
+	run $c >/dev/null
+done
 i=0
 while [ $i -lt "$RUNS" ]; do
-	husk_run "$K/vmlinux" >>$R/husk-vmlinux
-	husk_run "$K/bzImage" >>$R/husk-bzimage
-	qemu_run "$K/vmlinux" >>$R/qemu-microvm-pvh
-	qemu_run "$K/bzImage" >>$R/qemu-microvm-bzimage
-	[ -n "$LKVM" ] && lkvm_run >>$R/kvmtool-bzimage
-	run_true >>$R/husk-run-true
+	for c in $order; do
+		run $c >>$R/$c
+	done
 	i=$((i + 1))
 done
 for c in $configs; do
@@ -72,7 +105,8 @@ stat() {	# stat FILE FIELD -> "median p90"
 ms() { awk "BEGIN{ if (\"$1\" == \"-\") print \"-\"; else printf \"%.1f\", $1/${2:-1000} }"; }
 echo
 echo "time from VMM spawn to the guest's init marker, $RUNS runs each, $MEM MiB, 1 vCPU"
-echo "(husk-run-true: husk run --json -- true at default options, spawn to its record)"
+[ "$ARCH" = arm64 ] ||
+	echo "(husk-run-true: husk run --json -- true at default options, spawn to its record)"
 printf '%-26s %12s %12s %14s %8s\n' config "median ms" "p90 ms" "peak RSS MiB" failed
 for c in $configs; do
 	set -- $(stat $R/$c marker_us)
@@ -83,12 +117,19 @@ for c in $configs; do
 	printf '%-26s %12s %12s %14s %8s\n' "$c" "$(ms $med)" "$(ms $p90)" "$(ms $rss 1024)" "$nf"
 	eval "med_$(echo $c | tr - _)=$med rss_$(echo $c | tr - _)=$rss"
 done
-[ -n "$LKVM" ] || echo "kvmtool: skipped (no lkvm; build one with tools/build-kvmtool SRC)"
+[ -n "$LKVM" ] || echo "kvmtool: skipped (no lkvm; build one with tools/build-kvmtool$kvm_arch SRC)"
 echo
 ratio() {	# ratio LABEL NUM DEN
 	awk "BEGIN{ if (\"$2\" == \"\" || \"$3\" == \"\" || \"$2\" == \"-\" || \"$3\" == \"-\") print \"$1: -\";
 		else printf \"%s: %.2fx\n\", \"$1\", $2/$3 }"
 }
+if [ "$ARCH" = arm64 ]; then
+	ratio "husk-image / qemu-virt-image (same Image), time to init" "$med_husk_image" "$med_qemu_virt_image"
+	[ -n "$LKVM" ] && ratio "husk-image / kvmtool-image (same Image), time to init" "$med_husk_image" "$med_kvmtool_image"
+	ratio "husk-image / qemu-virt-image, peak RSS" "$rss_husk_image" "$rss_qemu_virt_image"
+	[ -n "$LKVM" ] && ratio "husk-image / kvmtool-image, peak RSS" "$rss_husk_image" "$rss_kvmtool_image"
+	exit 0
+fi
 ratio "husk-vmlinux / qemu-microvm-pvh (its fastest path), time to init" "$med_husk_vmlinux" "$med_qemu_microvm_pvh"
 [ -n "$LKVM" ] && ratio "husk-vmlinux / kvmtool-bzimage, time to init" "$med_husk_vmlinux" "$med_kvmtool_bzimage"
 ratio "husk-bzimage / qemu-microvm-bzimage (same bzImage), time to init" "$med_husk_bzimage" "$med_qemu_microvm_bzimage"
