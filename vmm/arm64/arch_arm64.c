@@ -20,8 +20,6 @@
 #include "machine/vm.h"
 #include "lib/util.h"
 
-/* SPIs the GIC has: every SPI of layout_arm64.h, in a multiple of 32. */
-#define GIC_NR_IRQS	128
 #define GIC_SPI_BASE	32	/* INTIDs below are SGIs and PPIs */
 
 int arch_kvm_init(struct kvm_sys *k)
@@ -98,7 +96,7 @@ static int gic_create(struct vm *vm)
 
 static int gic_finish(struct vm *vm)
 {
-	uint32_t nr = GIC_NR_IRQS;
+	uint32_t nr = ARM64_GIC_NR_IRQS;
 	int err;
 
 	err = gic_attr(vm, KVM_DEV_ARM_VGIC_GRP_NR_IRQS, 0, &nr, "interrupt count");

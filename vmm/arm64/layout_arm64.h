@@ -18,6 +18,8 @@
 #define ARM64_GIC_REDIST_BASE	0x080a0000ull
 #define ARM64_GIC_REDIST_SIZE	0x20000ull	/* per vCPU */
 #define ARM64_GIC_REDIST_MAX	0x00f60000ull	/* up to 123 vCPUs below the UART */
+/* Interrupts the GIC has, SGIs and PPIs included: every SPI below, in a multiple of 32. */
+#define ARM64_GIC_NR_IRQS	128
 /* GICv2: distributor as above, the CPU interface after it. */
 #define ARM64_GIC_CPU_BASE	0x08010000ull
 #define ARM64_GIC_CPU_SIZE	0x2000ull

@@ -25,7 +25,7 @@ enum {
 
 #define MAX_REGS	1024	/* KVM lists some 300 on a vCPU without SVE */
 #define MAX_REG_BYTES	256	/* the largest register: an SVE Z register */
-#define GIC_NR_IRQS	128	/* as arch_arm64.c sets it */
+#define GIC_NR_IRQS	ARM64_GIC_NR_IRQS
 
 /* A growing byte buffer for one tag's records. */
 struct rec {
