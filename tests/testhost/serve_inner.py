@@ -548,12 +548,56 @@ check(res and float(res[0]["value"][1]) >= 4 * JOBS, "Prometheus reads husk_jobs
 prom.terminate()
 prom.wait()
 
+
+def procs_named(name):
+    out = []
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                if open("/proc/%s/comm" % p).read().strip() == name:
+                    out.append(int(p))
+            except OSError:
+                pass
+    return out
+
+
+def http_status(method, path):
+    req = urllib.request.Request("http://127.0.0.1:9464" + path, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+# ---- the HTTP side is husk-metrics, as nobody; other paths and methods refused
+helpers = procs_named("husk-metrics")
+uids = [int(open("/proc/%d/status" % h).read().split("Uid:")[1].split()[0]) for h in helpers]
+check(len(helpers) == 1 and uids == [65534], "husk-metrics serves /metrics as nobody", (helpers, uids))
+check(http_status("GET", "/nope") == 404, "GET /nope: 404")
+check(http_status("POST", "/metrics") == 405, "POST /metrics: 405")
+busy = subprocess.run([HUSK, "serve", "--socket", W + "/busy.sock", "--template-dir", D,
+                       "--metrics", "127.0.0.1:9464"], capture_output=True, timeout=60)
+check(busy.returncode == 1 and b"cannot listen there" in busy.stderr,
+      "a second daemon on the same metrics port stops at start", (busy.returncode, busy.stderr))
+# A helper that dies takes /metrics with it, not the daemon.
+for h in helpers:
+    os.kill(h, signal.SIGKILL)
+time.sleep(1)
+_, h = c.call("health")
+check(h.get("ok") is not False and "load" in h, "the daemon answers after husk-metrics died", h)
+check("husk-metrics stopped" in open(W + "/serve.log", errors="replace").read(),
+      "the daemon said husk-metrics stopped")
+check(not procs_named("husk-metrics"), "the dead helper was reaped", procs_named("husk-metrics"))
+
 # ---- SIGKILL, and a restart cleans up
 c.close()
 d.send_signal(signal.SIGKILL)
 d.wait()
 time.sleep(1)
 check(not husk_procs(), "SIGKILL: the workers went with the daemon", husk_procs())
+check(not procs_named("husk-metrics"), "SIGKILL: husk-metrics went with the daemon",
+      procs_named("husk-metrics"))
 d = start_daemon()
 c = Client()
 taps, cgs, runs = leftovers()

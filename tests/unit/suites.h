@@ -28,6 +28,7 @@ Suite *cli_suite(void);
 Suite *cpu_suite(void);
 Suite *console_suite(void);
 Suite *json_suite(void);
+Suite *accounts_suite(void);
 Suite *phase_suite(void);
 Suite *guest_prof_suite(void);
 

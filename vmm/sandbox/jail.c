@@ -23,7 +23,6 @@
 #include <linux/capability.h>
 #include <linux/securebits.h>
 #include <poll.h>
-#include <pwd.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -36,6 +35,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "lib/accounts.h"
 #include "sandbox/jail.h"
 #include "lib/util.h"
 
@@ -203,7 +203,7 @@ static bool in_subid_file(const char *path, uint64_t id)
 /* The uid (and the gid of the same number) belongs to someone already. */
 static bool id_taken(uid_t id)
 {
-	if (getpwuid(id) || getgrgid(id))
+	if (account_uid_taken(id) || account_gid_taken(id))
 		return true;
 	return in_subid_file(jail_subid_paths[0], id) || in_subid_file(jail_subid_paths[1], id);
 }

@@ -2,17 +2,24 @@
  * metrics: husk serve's Prometheus metrics. See metrics.h.
  */
 #include <arpa/inet.h>
-#include <dlfcn.h>
 #include <errno.h>
-#include <microhttpd.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "lib/util.h"
 #include "serve/metrics.h"
+#include "serve/metrics_proto.h"
 
 #define MAX_LABELS 32
 #define NAME_MAX_LEN 48
@@ -43,7 +50,6 @@ static struct {
 	struct family jobs, drops;
 	struct family requests;		/* "op|result" */
 	uint64_t timeouts, oom_kills, dns_refused;
-	struct MHD_Daemon *http;
 } M = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static void family_add(struct family *f, const char *value, uint64_t n)
@@ -204,88 +210,22 @@ char *metrics_render(void)
 	return buf;
 }
 
-/* ---- HTTP ---- */
+/* ---- HTTP: the husk-metrics helper ---- */
 
 /*
- * libmicrohttpd is loaded only when --metrics asks for it. Linked, it brings
- * GnuTLS and seven more libraries that every husk run and boot would map and
- * relocate before its first instruction; under nested virtualization that
- * load is a visible part of the cold path (docs/architecture.md, Figures).
+ * GET /metrics is answered by husk-metrics, a separate program linked with
+ * libmicrohttpd: husk is a static executable (no shared library to load),
+ * and the parser of whatever the network sends runs as nobody, with no
+ * privilege and none of serve's state but the text it asks for. serve binds
+ * the address itself, so a busy port is an error at start and the helper
+ * needs no privilege to listen, and answers the helper from its event loop.
  */
 static struct {
-	void *dl;
-	__typeof__(&MHD_start_daemon) start_daemon;
-	__typeof__(&MHD_stop_daemon) stop_daemon;
-	__typeof__(&MHD_create_response_from_buffer) response_from_buffer;
-	__typeof__(&MHD_add_response_header) add_response_header;
-	__typeof__(&MHD_queue_response) queue_response;
-	__typeof__(&MHD_destroy_response) destroy_response;
-} L;
+	pid_t pid;
+	int fd;
+} H = { .pid = -1, .fd = -1 };
 
-static int load_mhd(void)
-{
-	const char *missing = NULL;
-
-	if (L.dl)
-		return 0;
-	L.dl = dlopen(MHD_SONAME, RTLD_NOW | RTLD_LOCAL);
-	if (!L.dl)
-		return husk_seterr(ENOENT, "--metrics: cannot load %s (%s): install the Debian "
-				   "package that provides it (libmicrohttpd12)", MHD_SONAME, dlerror());
-#define SYM(f, name) \
-	do { \
-		*(void **)&L.f = dlsym(L.dl, name); \
-		if (!L.f && !missing) \
-			missing = name; \
-	} while (0)
-	SYM(start_daemon, "MHD_start_daemon");
-	SYM(stop_daemon, "MHD_stop_daemon");
-	SYM(response_from_buffer, "MHD_create_response_from_buffer");
-	SYM(add_response_header, "MHD_add_response_header");
-	SYM(queue_response, "MHD_queue_response");
-	SYM(destroy_response, "MHD_destroy_response");
-#undef SYM
-	if (missing) {
-		dlclose(L.dl);
-		L.dl = NULL;
-		return husk_seterr(ENOENT, "--metrics: %s has no %s", MHD_SONAME, missing);
-	}
-	return 0;
-}
-
-static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *url,
-			      const char *method, const char *version, const char *data,
-			      size_t *size, void **state)
-{
-	struct MHD_Response *r;
-	enum MHD_Result ret;
-	unsigned code = MHD_HTTP_OK;
-	char *body = NULL;
-
-	if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
-		code = MHD_HTTP_METHOD_NOT_ALLOWED;
-	} else if (strcmp(url, "/metrics")) {
-		code = MHD_HTTP_NOT_FOUND;
-	} else {
-		body = metrics_render();
-		if (!body)
-			code = MHD_HTTP_INTERNAL_SERVER_ERROR;
-	}
-	if (code != MHD_HTTP_OK)
-		r = L.response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
-	else
-		r = L.response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
-	if (!r) {
-		free(body);
-		return MHD_NO;
-	}
-	L.add_response_header(r, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
-	ret = L.queue_response(c, code, r);
-	L.destroy_response(r);
-	return ret;
-}
-
-static int parse_addr(const char *addr, struct sockaddr_storage *ss)
+static int parse_addr(const char *addr, struct sockaddr_storage *ss, socklen_t *len)
 {
 	char host[128], *colon;
 	uint64_t port;
@@ -304,37 +244,150 @@ static int parse_addr(const char *addr, struct sockaddr_storage *ss)
 		colon[-1] = '\0';
 		s6->sin6_family = AF_INET6;
 		s6->sin6_port = htons(port);
+		*len = sizeof(*s6);
 		return inet_pton(AF_INET6, host + 1, &s6->sin6_addr) == 1 ? 0 : -EINVAL;
 	}
 	s4->sin_family = AF_INET;
 	s4->sin_port = htons(port);
+	*len = sizeof(*s4);
 	return inet_pton(AF_INET, host, &s4->sin_addr) == 1 ? 0 : -EINVAL;
 }
 
-int metrics_start(const char *addr)
+static int listen_addr(const char *addr)
 {
 	struct sockaddr_storage ss;
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+	socklen_t len;
+	int fd, err, one = 1;
 
-	if (parse_addr(addr, &ss))
+	if (parse_addr(addr, &ss, &len))
 		return husk_seterr(EINVAL, "--metrics %s: not ADDR:PORT (an IPv4 address, or IPv6 "
 				   "in brackets)", addr);
-	if (ss.ss_family == AF_INET6)
-		flags |= MHD_USE_IPv6;
-	if (load_mhd())
-		return -1;
-	M.http = L.start_daemon(flags, 0, NULL, NULL, answer, NULL,
-				  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-				  MHD_OPTION_CONNECTION_LIMIT, 16u,
-				  MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
-	if (!M.http)
-		return husk_seterr(EADDRINUSE, "--metrics %s: cannot listen there", addr);
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return husk_seterr(errno, "--metrics %s: socket: %s", addr, strerror(errno));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&ss, len) || listen(fd, 16)) {
+		err = errno;
+		close(fd);
+		return husk_seterr(err, "--metrics %s: cannot listen there: %s", addr,
+				   strerror(err));
+	}
+	return fd;
+}
+
+/* In the child: the helper with fd 3 listening and fd 4 to serve, as nobody. */
+static void __attribute__((noreturn)) helper_exec(const char *path, int lfd, int cfd)
+{
+	char *argv[] = { (char *)"husk-metrics", NULL };
+	sigset_t none;
+	int l, c;
+
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGPIPE, SIG_DFL);
+	/* Above 4 first, so that neither dup2 below overwrites the other. */
+	l = fcntl(lfd, F_DUPFD, 16);
+	c = fcntl(cfd, F_DUPFD, 16);
+	if (l < 0 || c < 0 || dup2(l, METRICS_LISTEN_FD) < 0 || dup2(c, METRICS_CHANNEL_FD) < 0)
+		_exit(127);
+	close_range(METRICS_CHANNEL_FD + 1, ~0U, 0);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() == 1)
+		_exit(127);
+	if (geteuid() == 0 &&
+	    (setgroups(0, NULL) || setresgid(METRICS_NOBODY, METRICS_NOBODY, METRICS_NOBODY) ||
+	     setresuid(METRICS_NOBODY, METRICS_NOBODY, METRICS_NOBODY)))
+		_exit(127);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		_exit(127);
+	execv(path, argv);
+	fprintf(stderr, "husk: serve: cannot run %s: %s\n", path, strerror(errno));
+	_exit(127);
+}
+
+int metrics_start(const char *addr, const char *helper)
+{
+	struct pollfd p;
+	char ready = 0;
+	int lfd, sv[2], err;
+
+	if (access(helper, X_OK))
+		return husk_seterr(errno, "--metrics: cannot run %s (%s): it is built and "
+				   "installed with husk", helper, strerror(errno));
+	lfd = listen_addr(addr);
+	if (lfd < 0)
+		return lfd;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv)) {
+		err = errno;
+		close(lfd);
+		return husk_seterr(err, "--metrics: socketpair: %s", strerror(err));
+	}
+	H.pid = fork();
+	if (H.pid == 0)
+		helper_exec(helper, lfd, sv[1]);
+	err = errno;
+	close(lfd);
+	close(sv[1]);
+	H.fd = sv[0];
+	if (H.pid < 0) {
+		metrics_stop();
+		return husk_seterr(err, "--metrics: fork: %s", strerror(err));
+	}
+	/* The helper says it serves; otherwise it said why on stderr. */
+	p.fd = H.fd;
+	p.events = POLLIN;
+	if (poll(&p, 1, METRICS_READY_MS) != 1 || recv(H.fd, &ready, 1, MSG_DONTWAIT) != 1 ||
+	    ready != METRICS_READY) {
+		metrics_stop();
+		return husk_seterr(EIO, "--metrics %s: husk-metrics did not start", addr);
+	}
+	return 0;
+}
+
+int metrics_fd(void)
+{
+	return H.fd;
+}
+
+int metrics_answer(void)
+{
+	struct metrics_req req;
+	char *body, *msg;
+	size_t len;
+	ssize_t n;
+
+	n = recv(H.fd, &req, sizeof(req), MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (n != sizeof(req) || req.magic != METRICS_MAGIC) {
+		husk_msg("serve: husk-metrics stopped or misspoke: /metrics is no longer served");
+		return -EPIPE;
+	}
+	body = metrics_render();
+	len = body ? strlen(body) : 0;
+	if (len > METRICS_MAX_BODY)
+		len = 0;	/* an empty answer is a 500 */
+	msg = malloc(sizeof(req.seq) + len);
+	if (msg) {
+		memcpy(msg, &req.seq, sizeof(req.seq));
+		if (len)
+			memcpy(msg + sizeof(req.seq), body, len);
+		/* A helper that does not read its answers only loses them. */
+		send(H.fd, msg, sizeof(req.seq) + len, MSG_DONTWAIT | MSG_NOSIGNAL);
+	}
+	free(msg);
+	free(body);
 	return 0;
 }
 
 void metrics_stop(void)
 {
-	if (M.http)
-		L.stop_daemon(M.http);
-	M.http = NULL;
+	if (H.fd >= 0)
+		close(H.fd);
+	H.fd = -1;
+	if (H.pid > 0) {
+		kill(H.pid, SIGKILL);
+		while (waitpid(H.pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	H.pid = -1;
 }

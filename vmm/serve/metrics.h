@@ -1,16 +1,24 @@
 /*
  * metrics: husk serve's counters and gauges, and the Prometheus text
- * exposition of them on GET /metrics (libmicrohttpd, its own thread).
- * Every update takes a lock; the HTTP thread renders under the same lock,
- * so a scrape sees one consistent moment.
+ * exposition of them on GET /metrics, served over HTTP by the husk-metrics
+ * helper (libmicrohttpd, its own process) that asks serve's event loop for
+ * the text on each scrape. Every update takes a lock and the text is
+ * rendered under the same lock, so a scrape sees one consistent moment.
  */
 #ifndef HUSK_METRICS_H
 #define HUSK_METRICS_H
 
 #include <stdint.h>
 
-/* Serve http://ADDR:PORT/metrics ("127.0.0.1:9464", "[::1]:9464"). -errno. */
-int metrics_start(const char *addr);
+/*
+ * Serve http://ADDR:PORT/metrics ("127.0.0.1:9464", "[::1]:9464") through
+ * the helper program at helper; 0 once it serves, else -errno.
+ */
+int metrics_start(const char *addr, const char *helper);
+/* The helper's socket: readable when it asks; metrics_answer() answers. */
+int metrics_fd(void);
+/* 0, or -EPIPE when the helper is gone (metrics_stop() then). */
+int metrics_answer(void);
 void metrics_stop(void);
 
 void metrics_vms(unsigned running, unsigned queued, unsigned pooled);

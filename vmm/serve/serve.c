@@ -10,8 +10,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <grp.h>
-#include <pwd.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
@@ -28,6 +26,7 @@
 
 #include "cli.h"
 #include "config.h"
+#include "lib/accounts.h"
 #include "lib/util.h"
 #include "run/run.h"
 #include "serve/metrics.h"
@@ -92,18 +91,15 @@ static int parse_pool(const char *arg, struct serve_cfg *c)
 /* A group by name, or by number (hosts and containers without /etc/group). */
 static int group_id(const char *name, gid_t *gid)
 {
-	struct group *g = getgrnam(name);
 	uint64_t n;
 
-	if (g) {
-		*gid = g->gr_gid;
+	if (!account_group_gid(name, gid))
 		return 0;
-	}
 	if (!parse_u64(name, 0, (gid_t)-2, &n)) {
 		*gid = (gid_t)n;
 		return 0;
 	}
-	return husk_seterr(ENOENT, "no group named %s", name);
+	return husk_seterr(ENOENT, "no group named %s in %s", name, accounts_group_path);
 }
 
 static void defaults(struct serve_cfg *c)
@@ -972,21 +968,7 @@ static void reap_clients(void)
 
 static bool in_group(uid_t uid, gid_t gid, gid_t want)
 {
-	struct passwd *pw;
-	gid_t groups[256];
-	int n = 256, i;
-
-	if (want == (gid_t)-1)
-		return false;
-	if (gid == want)
-		return true;
-	pw = getpwuid(uid);
-	if (!pw || getgrouplist(pw->pw_name, gid, groups, &n) < 0)
-		return false;
-	for (i = 0; i < n; i++)
-		if (groups[i] == want)
-			return true;
-	return false;
+	return want != (gid_t)-1 && account_in_group(uid, gid, want);
 }
 
 static void on_accept(void)
@@ -1162,6 +1144,19 @@ static bool drained(void)
 	return true;
 }
 
+/* husk-metrics: beside husk in a build tree, else where make install put it. */
+static void metrics_helper(char *out, size_t len)
+{
+	const char *exe = srv.cfg.husk_path, *slash = strrchr(exe, '/');
+
+	if (slash) {
+		snprintf(out, len, "%.*s/husk-metrics", (int)(slash - exe), exe);
+		if (!access(out, X_OK))
+			return;
+	}
+	snprintf(out, len, "%s/husk-metrics", HUSK_LIBEXEC_DIR);
+}
+
 static int setup(const struct serve_cfg *c)
 {
 	struct itimerspec its = { { 0, TICK_MS * 1000000 }, { 0, TICK_MS * 1000000 } };
@@ -1188,8 +1183,17 @@ static int setup(const struct serve_cfg *c)
 	srv.lfd = listen_on(c->socket_path, c->group);
 	if (srv.lfd < 0)
 		return srv.lfd;
-	if (c->metrics_addr && metrics_start(c->metrics_addr))
-		return -EADDRINUSE;
+	if (c->metrics_addr) {
+		static struct handle hm;
+		char helper[PATH_MAX];
+		int err;
+
+		metrics_helper(helper, sizeof(helper));
+		err = metrics_start(c->metrics_addr, helper);
+		if (err)
+			return err;
+		ep_add(metrics_fd(), &hm, H_METRICS, NULL, EPOLLIN);
+	}
 	{
 		static struct handle hl, hs, ht;
 
@@ -1229,6 +1233,12 @@ int serve_main(const struct serve_cfg *c)
 				break;
 			case H_TIMER:
 				tick();
+				break;
+			case H_METRICS:
+				if (metrics_answer()) {
+					epoll_ctl(srv.epfd, EPOLL_CTL_DEL, metrics_fd(), NULL);
+					metrics_stop();
+				}
 				break;
 			case H_CLIENT: {
 				struct client *cl = h->p;

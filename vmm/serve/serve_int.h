@@ -25,7 +25,7 @@
 
 /* What an epoll event belongs to. */
 enum h_kind {
-	H_LISTEN, H_SIGNAL, H_TIMER, H_CLIENT, H_SB_X, H_SB_JSON, H_SB_LOG, H_SB_PID, H_SB_POLICY
+	H_LISTEN, H_SIGNAL, H_TIMER, H_METRICS, H_CLIENT, H_SB_X, H_SB_JSON, H_SB_LOG, H_SB_PID, H_SB_POLICY
 };
 struct handle {
 	enum h_kind kind;
