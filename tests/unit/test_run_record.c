@@ -87,6 +87,8 @@ static void base(struct run_result *r)
 	r->t_restore_open = r->t_restore_vm = 12345;	/* not shown for a cold start */
 	for (i = 0; i < PH_NR; i++)
 		r->phases.us[i] = -1;
+	for (i = 0; i < PH_CPU_NR; i++)
+		r->phases.cpu_us[i] = -1;
 	for (i = 0; i < IS_NR; i++)
 		r->guest_steps[i] = -1;
 }
@@ -113,6 +115,8 @@ START_TEST(record_full)
 	r.phases.us[PH_OPTIONS] = 80;
 	r.phases.us[PH_KVM_OPEN] = 3000;
 	r.phases.us[PH_FIRST_RUN] = 150000;
+	r.phases.cpu_us[PH_CPU_SUPERVISOR] = 21000;
+	r.phases.cpu_us[PH_CPU_VM] = 64000;
 	r.guest_steps[IS_KERNEL] = 610000;
 	r.guest_steps[IS_JOB_STARTED] = 700000;
 	r.job_exited = false;

@@ -1,8 +1,10 @@
 /*
  * phase: marks of the cold path's steps (phase.h).
  */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "machine/phase.h"
 #include "lib/util.h"
@@ -39,9 +41,12 @@ void phase_init(struct phase_log *log, uint64_t start_us)
 
 	cur = log;
 	base = start_us;
-	if (log)
+	if (log) {
 		for (i = 0; i < PH_NR; i++)
 			log->us[i] = -1;
+		for (i = 0; i < PH_CPU_NR; i++)
+			log->cpu_us[i] = -1;
+	}
 }
 
 void phase_move(struct phase_log *log)
@@ -57,9 +62,23 @@ void phase_set(enum phase p, int64_t us)
 		__atomic_store_n(&cur->us[p], us < 0 ? -1 : us, __ATOMIC_RELAXED);
 }
 
+/* This process's CPU time so far (a clock_gettime the seccomp filters allow). */
+static int64_t process_cpu_us(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts))
+		return -1;
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 void phase_mark(enum phase p)
 {
+	int c = p == PH_SUP_GO ? PH_CPU_SUPERVISOR : p == PH_FIRST_RUN ? PH_CPU_VM : -1;
+
 	phase_set(p, (int64_t)(now_us() - base));
+	if (cur && c >= 0)
+		__atomic_store_n(&cur->cpu_us[c], process_cpu_us(), __ATOMIC_RELAXED);
 }
 
 const char *phase_name(enum phase p)
@@ -72,19 +91,25 @@ const struct phase_log *phase_current(void)
 	return cur;
 }
 
+static void json_value(FILE *f, bool comma, const char *name, int64_t v)
+{
+	if (v >= 0)
+		fprintf(f, "%s\"%s\":%lld", comma ? "," : "", name, (long long)v);
+	else
+		fprintf(f, "%s\"%s\":null", comma ? "," : "", name);
+}
+
 void phase_json(FILE *f, const struct phase_log *log)
 {
+	static const char *const cpu_names[PH_CPU_NR] = { "supervisor", "vm" };
 	int i;
 
 	fputs("\"phases_us\":{", f);
-	for (i = 0; i < PH_NR; i++) {
-		int64_t v = log ? log->us[i] : -1;
-
-		if (v >= 0)
-			fprintf(f, "%s\"%s\":%lld", i ? "," : "", names[i], (long long)v);
-		else
-			fprintf(f, "%s\"%s\":null", i ? "," : "", names[i]);
-	}
+	for (i = 0; i < PH_NR; i++)
+		json_value(f, i, names[i], log ? log->us[i] : -1);
+	fputs("},\"cpu_us\":{", f);
+	for (i = 0; i < PH_CPU_NR; i++)
+		json_value(f, i, cpu_names[i], log ? log->cpu_us[i] : -1);
 	fputc('}', f);
 }
 
@@ -96,6 +121,12 @@ void phase_import(struct phase_log *dst, const struct phase_log *src, int64_t el
 		int64_t v = src->us[i];
 
 		dst->us[i] = v >= 0 && v <= elapsed_us ? v : -1;
+	}
+	for (i = 0; i < PH_CPU_NR; i++) {
+		int64_t v = src->cpu_us[i];
+
+		dst->cpu_us[i] = v >= 0 && elapsed_us >= 0 &&
+				 v / PHASE_MAX_CPUS <= elapsed_us ? v : -1;
 	}
 }
 

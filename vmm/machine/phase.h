@@ -46,8 +46,23 @@ enum phase {
 	PH_NR
 };
 
+/*
+ * CPU time (user and system, every thread) a process had used when it let
+ * the guest go: husk run's supervisor at its go (PH_SUP_GO), and the VM
+ * process, or husk boot, at the first KVM_RUN. Their sum is the VMM's CPU
+ * cost of a cold start, the figure Firecracker states its bar in ("ready
+ * within 8 CPU ms"); unlike the marks it does not depend on how the two
+ * processes shared the host's CPUs.
+ */
+enum phase_cpu {
+	PH_CPU_SUPERVISOR,
+	PH_CPU_VM,
+	PH_CPU_NR
+};
+
 struct phase_log {
 	int64_t us[PH_NR];	/* -1: not reached */
+	int64_t cpu_us[PH_CPU_NR];	/* -1: not taken */
 };
 
 /* Start recording into log (NULL stops); marks are relative to start_us. */
@@ -68,13 +83,18 @@ const char *phase_name(enum phase p);
 /* The log being recorded into, or NULL. */
 const struct phase_log *phase_current(void);
 
-/* "phases_us":{"exec":N,...}: every phase, null where not reached. */
+/*
+ * "phases_us":{"exec":N,...},"cpu_us":{"supervisor":N,"vm":N}: every phase
+ * and CPU figure, null where not reached.
+ */
 void phase_json(FILE *f, const struct phase_log *log);
 
 /*
- * Copy src into dst, keeping only marks in [0, elapsed_us]; the rest become
- * -1. Pure, for the unit tests.
+ * Copy src into dst, keeping only marks in [0, elapsed_us] and CPU figures
+ * a process could have used in that time on PHASE_MAX_CPUS CPUs; the rest
+ * become -1. Pure, for the unit tests.
  */
+#define PHASE_MAX_CPUS 64
 void phase_import(struct phase_log *dst, const struct phase_log *src, int64_t elapsed_us);
 
 /*
