@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -241,18 +242,76 @@ static bool proc_running(pid_t pid)
 	return state != 'Z' && state != 'X' && state != 'x';
 }
 
+/*
+ * What this process reads of itself and of the mounts is read once: a cold
+ * husk run asked for each two or three times (the stale sweep, the group's
+ * name, its creation), and under nested emulation every reading of
+ * /proc/self/mountinfo cost the supervisor 2 to 10 ms of CPU. A process's
+ * own PID namespace and start time never change; a child forgets them
+ * (pthread_atfork), and the mounts are trusted for a second.
+ */
+#define LAYOUT_FRESH_US 1000000
+
+static pthread_mutex_t self_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	unsigned long long pidns, start;	/* 0: not read yet */
+} me;
+
+static void layout_forget(void);
+
+static void forget_self(void)
+{
+	/* The child of a fork has one thread: no lock to take. */
+	memset(&me, 0, sizeof(me));
+	layout_forget();
+}
+
+__attribute__((constructor)) static void self_init(void)
+{
+	pthread_atfork(NULL, NULL, forget_self);
+}
+
 static unsigned long long pidns_ino(void)
 {
 	char buf[64];
 	unsigned long long ino = 0;
-	ssize_t n = readlink("/proc/self/ns/pid", buf, sizeof(buf) - 1);
+	ssize_t n;
 
+	pthread_mutex_lock(&self_lock);
+	ino = me.pidns;
+	pthread_mutex_unlock(&self_lock);
+	if (ino)
+		return ino;
+	n = readlink("/proc/self/ns/pid", buf, sizeof(buf) - 1);
 	if (n > 0) {
 		buf[n] = '\0';
 		if (sscanf(buf, "pid:[%llu]", &ino) != 1)
 			ino = 0;
 	}
+	pthread_mutex_lock(&self_lock);
+	me.pidns = ino;
+	pthread_mutex_unlock(&self_lock);
 	return ino;
+}
+
+/* This process's start time (clock ticks since boot), for the group's name. */
+static int self_start(unsigned long long *start)
+{
+	char state;
+	int err = 0;
+
+	pthread_mutex_lock(&self_lock);
+	*start = me.start;
+	pthread_mutex_unlock(&self_lock);
+	if (*start)
+		return 0;
+	err = proc_stat(getpid(), &state, start);
+	if (!err) {
+		pthread_mutex_lock(&self_lock);
+		me.start = *start;
+		pthread_mutex_unlock(&self_lock);
+	}
+	return err;
 }
 
 /* ---- hierarchies ---- */
@@ -337,7 +396,43 @@ static void parse_mount_line(char *line, struct layout *lo)
 	add_hier(lo, &h);
 }
 
+static struct {
+	struct layout lo;
+	uint64_t at_us;		/* 0: none */
+} layout_cache;
+
+static void layout_forget(void)
+{
+	layout_cache.at_us = 0;
+}
+
+static int read_layout(struct layout *lo);
+
+/* The hierarchies and their controllers, as mounted now (or a second ago). */
 static int discover(struct layout *lo)
+{
+	uint64_t now = now_us();
+	int err;
+
+	/* Test trees change from one check to the next: always read them. */
+	pthread_mutex_lock(&self_lock);
+	if (!test_mode && layout_cache.at_us && now - layout_cache.at_us < LAYOUT_FRESH_US) {
+		*lo = layout_cache.lo;
+		pthread_mutex_unlock(&self_lock);
+		return 0;
+	}
+	pthread_mutex_unlock(&self_lock);
+	err = read_layout(lo);
+	if (!err && !test_mode) {
+		pthread_mutex_lock(&self_lock);
+		layout_cache.lo = *lo;
+		layout_cache.at_us = now;
+		pthread_mutex_unlock(&self_lock);
+	}
+	return err;
+}
+
+static int read_layout(struct layout *lo)
 {
 	char line[4096], path[CGROUP_PATH_MAX], buf[1024];
 	unsigned i, c;
@@ -548,8 +643,7 @@ static int make_name(char *buf)
 {
 	static unsigned seq;
 	unsigned long long start = 0;
-	char state;
-	int err = proc_stat(getpid(), &state, &start);
+	int err = self_start(&start);
 
 	if (err)
 		return husk_seterr(err, "cgroup: reading our start time from /proc/%d/stat: %s",
