@@ -331,3 +331,23 @@ const char *sbin_path(const char *name, char *buf, size_t len)
 	}
 	return name;
 }
+
+int husk_own_file(const char *beside, const char *installed, int mode, char *out,
+		  size_t len)
+{
+	char exe[PATH_MAX], *slash;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n > 0) {
+		exe[n] = '\0';
+		slash = strrchr(exe, '/');
+		if (slash) {
+			*slash = '\0';
+			snprintf(out, len, "%s/%s", exe, beside);
+			if (access(out, mode) == 0)
+				return 0;
+		}
+	}
+	snprintf(out, len, "%s", installed);
+	return access(out, mode) ? -errno : 0;
+}

@@ -109,4 +109,13 @@ void rm_tree_at(int parent, const char *name);
  */
 const char *sbin_path(const char *name, char *buf, size_t len);
 
+/*
+ * A file that comes with husk: beside husk's own binary (a build tree, as
+ * the relative path beside) when it is accessible there with mode, else at
+ * installed (where make install put it). The path goes to out either way;
+ * 0 when the chosen file is accessible, else -errno.
+ */
+int husk_own_file(const char *beside, const char *installed, int mode, char *out,
+		  size_t len);
+
 #endif

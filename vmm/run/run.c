@@ -102,27 +102,16 @@ struct sup {
 int run_find_image(const char *given, const char *env, const char *name,
 		   char *out, size_t len)
 {
-	char exe[PATH_MAX], *slash;
-	ssize_t n;
+	char beside[PATH_MAX], installed[PATH_MAX];
 	const char *e = getenv(env);
 
 	if (given || (e && *e)) {
 		snprintf(out, len, "%s", given ? given : e);
 		return 0;
 	}
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n > 0) {
-		exe[n] = '\0';
-		slash = strrchr(exe, '/');
-		if (slash) {
-			*slash = '\0';
-			snprintf(out, len, "%s/images/%s", exe, name);
-			if (access(out, R_OK) == 0)
-				return 0;
-		}
-	}
-	snprintf(out, len, "%s/%s", HUSK_IMAGE_DIR, name);
-	if (access(out, R_OK) == 0)
+	snprintf(beside, sizeof(beside), "images/%s", name);
+	snprintf(installed, sizeof(installed), "%s/%s", HUSK_IMAGE_DIR, name);
+	if (!husk_own_file(beside, installed, R_OK, out, len))
 		return 0;
 	return husk_seterr(ENOENT, "no default %s: build it with 'make images' in the husk "
 			   "build tree, or pass it explicitly (or set %s)", name, env);

@@ -1144,19 +1144,6 @@ static bool drained(void)
 	return true;
 }
 
-/* husk-metrics: beside husk in a build tree, else where make install put it. */
-static void metrics_helper(char *out, size_t len)
-{
-	const char *exe = srv.cfg.husk_path, *slash = strrchr(exe, '/');
-
-	if (slash) {
-		snprintf(out, len, "%.*s/husk-metrics", (int)(slash - exe), exe);
-		if (!access(out, X_OK))
-			return;
-	}
-	snprintf(out, len, "%s/husk-metrics", HUSK_LIBEXEC_DIR);
-}
-
 static int setup(const struct serve_cfg *c)
 {
 	struct itimerspec its = { { 0, TICK_MS * 1000000 }, { 0, TICK_MS * 1000000 } };
@@ -1188,7 +1175,9 @@ static int setup(const struct serve_cfg *c)
 		char helper[PATH_MAX];
 		int err;
 
-		metrics_helper(helper, sizeof(helper));
+		/* Not found: metrics_start() names the installed path. */
+		husk_own_file("husk-metrics", HUSK_LIBEXEC_DIR "/husk-metrics", X_OK, helper,
+			      sizeof(helper));
 		err = metrics_start(c->metrics_addr, helper);
 		if (err)
 			return err;
