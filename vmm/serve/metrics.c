@@ -351,8 +351,9 @@ int metrics_fd(void)
 int metrics_answer(void)
 {
 	struct metrics_req req;
-	char *body, *msg;
-	size_t len;
+	struct iovec iov[2];
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
+	char *body;
 	ssize_t n;
 
 	n = recv(H.fd, &req, sizeof(req), MSG_DONTWAIT);
@@ -363,18 +364,12 @@ int metrics_answer(void)
 		return -EPIPE;
 	}
 	body = metrics_render();
-	len = body ? strlen(body) : 0;
-	if (len > METRICS_MAX_BODY)
-		len = 0;	/* an empty answer is a 500 */
-	msg = malloc(sizeof(req.seq) + len);
-	if (msg) {
-		memcpy(msg, &req.seq, sizeof(req.seq));
-		if (len)
-			memcpy(msg + sizeof(req.seq), body, len);
-		/* A helper that does not read its answers only loses them. */
-		send(H.fd, msg, sizeof(req.seq) + len, MSG_DONTWAIT | MSG_NOSIGNAL);
-	}
-	free(msg);
+	iov[0] = (struct iovec){ .iov_base = &req.seq, .iov_len = sizeof(req.seq) };
+	iov[1] = (struct iovec){ .iov_base = body, .iov_len = body ? strlen(body) : 0 };
+	if (iov[1].iov_len > METRICS_MAX_BODY)
+		iov[1].iov_len = 0;	/* an empty answer: the helper says 503 */
+	/* One message either way; a helper that does not read its answers only loses them. */
+	sendmsg(H.fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
 	free(body);
 	return 0;
 }
