@@ -125,8 +125,7 @@ void phase_import(struct phase_log *dst, const struct phase_log *src, int64_t el
 	for (i = 0; i < PH_CPU_NR; i++) {
 		int64_t v = src->cpu_us[i];
 
-		dst->cpu_us[i] = v >= 0 && elapsed_us >= 0 &&
-				 v / PHASE_MAX_CPUS <= elapsed_us ? v : -1;
+		dst->cpu_us[i] = v >= 0 && v / PHASE_MAX_CPUS <= elapsed_us ? v : -1;
 	}
 }
 
