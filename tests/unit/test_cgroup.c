@@ -767,6 +767,36 @@ START_TEST(freeze_owned_group)
 }
 END_TEST
 
+/*
+ * A freeze the kernel never completes: after its bound, the group is thawed
+ * again (the VM runs on, as its state says) and the error names its threads.
+ */
+START_TEST(freeze_that_never_completes)
+{
+	unsigned long long start, ns;
+	struct husk_cgroup live;
+	char rel[200], me[64];
+	int pid;
+
+	v2_group(&live, &pid, &start, &ns);
+	snprintf(rel, sizeof(rel), "/sys/fs/cgroup/husk/%s/cgroup.freeze", live.name);
+	fake_write(rel, "0\n");
+	snprintf(rel, sizeof(rel), "/sys/fs/cgroup/husk/%s/cgroup.threads", live.name);
+	snprintf(me, sizeof(me), "%d\n999999999\n", (int)gettid());
+	fake_write(rel, me);
+	snprintf(rel, sizeof(rel), "/sys/fs/cgroup/husk/%s/cgroup.events", live.name);
+	fake_write(rel, "populated 1\nfrozen 0\n");
+	ck_assert_int_eq(cgroup_owned_freeze(pid, start, true), -ETIMEDOUT);
+	ck_assert_str_eq(get("%s/root/sys/fs/cgroup/husk/%s/cgroup.freeze", tmp, live.name), "0");
+	/* This thread, by its tid and name, in its state (running); a gone tid is left out. */
+	snprintf(me, sizeof(me), "(its threads: %d unit-tests R)", (int)gettid());
+	ck_assert_msg(strstr(husk_lasterr(), "did not freeze within 5 s") &&
+		      strstr(husk_lasterr(), me) && !strstr(husk_lasterr(), "999999999"),
+		      "%s", husk_lasterr());
+	ck_assert_int_eq(cgroup_destroy(&live), 0);
+}
+END_TEST
+
 START_TEST(limits_for_vm_defaults)
 {
 	struct cgroup_limits l;
@@ -800,6 +830,7 @@ Suite *cgroup_suite(void)
 	tcase_add_test(tc, failed_write_rolls_back);
 	tcase_add_test(tc, mountinfo_details);
 	tcase_add_test(tc, freeze_owned_group);
+	tcase_add_test(tc, freeze_that_never_completes);
 	tcase_add_test(tc, stale_groups_removed_live_kept);
 	tcase_add_test(tc, stale_on_v2);
 	tcase_add_test(tc, limits_for_vm_defaults);

@@ -1138,9 +1138,43 @@ int cgroup_owned_frozen(pid_t owner, unsigned long long start)
 	return err ? err : frozen_at(dir);
 }
 
+/*
+ * Where each of the group's threads is (its name, state and the kernel
+ * function it waits in), for the error of a freeze that did not complete:
+ * a thread that stays out of the freezer is the reason, and it is named.
+ */
+static void describe_threads(const char *dir, char *out, size_t len)
+{
+	char path[CGROUP_PATH_MAX], buf[4096], stat[512], wchan[64], *line, *save, *comm, *end;
+	size_t used = 0;
+	int n;
+
+	out[0] = '\0';
+	if (snprintf(path, sizeof(path), "%s/cgroup.threads", dir) >= (int)sizeof(path) ||
+	    read_small(path, buf, sizeof(buf)))
+		return;
+	for (line = strtok_r(buf, "\n", &save); line && used < len; line = strtok_r(NULL, "\n", &save)) {
+		snprintf(path, sizeof(path), "/proc/%s/stat", line);
+		if (read_small(path, stat, sizeof(stat)))
+			continue;
+		comm = strchr(stat, '(');
+		end = strrchr(stat, ')');
+		if (!comm || !end || end < comm || end[1] != ' ')
+			continue;
+		*end = '\0';
+		snprintf(path, sizeof(path), "/proc/%s/wchan", line);
+		/* A thread on a CPU waits nowhere: "0". */
+		if (read_small(path, wchan, sizeof(wchan)) || !strcmp(wchan, "0"))
+			wchan[0] = '\0';
+		n = snprintf(out + used, len - used, "%s%s %s %c%s%s", used ? ", " : "", line,
+			     comm + 1, end[2], wchan[0] ? " in " : "", wchan);
+		used += n > 0 ? (size_t)n : 0;
+	}
+}
+
 int cgroup_owned_freeze(pid_t owner, unsigned long long start, bool freeze)
 {
-	char dir[CGROUP_PATH_MAX];
+	char dir[CGROUP_PATH_MAX], threads[400];
 	int err = owned_v2_dir(owner, start, dir), i;
 
 	if (!err)
@@ -1154,8 +1188,12 @@ int cgroup_owned_freeze(pid_t owner, unsigned long long start, bool freeze)
 			return err < 0 ? err : 0;
 		sleep_ms(10);
 	}
-	return husk_seterr(ETIMEDOUT, "the VM's group did not %s within 5 s",
-			   freeze ? "freeze" : "thaw");
+	describe_threads(dir, threads, sizeof(threads));
+	/* A freeze that failed leaves the VM running, as its state says. */
+	if (freeze)
+		write_file(dir, "cgroup.freeze", "0", false);
+	return husk_seterr(ETIMEDOUT, "the VM's group did not %s within 5 s (its threads: %s)",
+			   freeze ? "freeze" : "thaw", threads[0] ? threads : "unknown");
 }
 
 int cgroup_owned_set_cpu(pid_t owner, unsigned long long start, unsigned cpu_milli)
