@@ -248,6 +248,8 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, uint64_t start_us)
 	if (err)
 		return err;
 	phase_mark(PH_VM_CREATE);
+	if (cfg->made)
+		cfg->made(cfg->made_arg);
 	if (cfg->restore)
 		err = gmem_map_file(&vm->mem, cfg->restore->mem_fd, cfg->mem_bytes);
 	else

@@ -81,6 +81,15 @@ struct vm_config {
 	bool boot_timer;
 	/* Guest RAM in small pages only (gmem_alloc); a template's never has huge ones. */
 	bool no_hugepages;
+	/*
+	 * Called once KVM_CREATE_VM returned, before guest RAM is allocated. A
+	 * kernel thread KVM starts for the VM (x86's NX huge page recovery
+	 * worker, before Linux 6.13) joins the cgroup this process is in at
+	 * that moment: husk run moves the VM process into its own group only
+	 * after this, so that group holds no kernel thread and can be frozen.
+	 */
+	void (*made)(void *arg);
+	void *made_arg;
 };
 
 #define BOOT_TIMER_MAGIC 123

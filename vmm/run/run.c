@@ -49,6 +49,8 @@
 /* The VM process enforces --timeout and its boot allowance; this is the backstop. */
 #define BACKSTOP_US (90ull * 1000000)
 #define PVM_BACKSTOP_US (1860ull * 1000000)
+/* KVM_CREATE_VM comes within milliseconds of the VM process's start. */
+#define VM_MADE_WAIT_US (60ull * 1000000)
 /* After a signal is passed on, the VM process has this long to end. */
 #define SIGNAL_GRACE_US (700ull * 1000)
 /* Inflated --get bytes extracted per pass before the stop checks run again. */
@@ -344,8 +346,54 @@ static bool vm_gone(struct sup *S)
 }
 
 /*
+ * Until the VM process made its VM (CHAN_MADE). KVM puts a kernel thread of
+ * the VM's (x86's NX huge page recovery worker, before Linux 6.13) in the
+ * cgroup its maker is in then, and a group that holds a kernel thread never
+ * reports frozen: husk oci pause would time out. The thread stays in the
+ * caller's group. 0 also when the VM process is gone (its exit says why) or
+ * a signal came (the main loop takes it).
+ */
+static int wait_vm_made(struct sup *S)
+{
+	uint64_t due = now_us() + VM_MADE_WAIT_US;
+	struct chan_hdr h;
+	ssize_t n;
+	int r;
+
+	for (;;) {
+		struct pollfd p[3] = {
+			{ .fd = S->chan, .events = POLLIN },
+			{ .fd = S->pidfd, .events = POLLIN },
+			{ .fd = S->sfd, .events = POLLIN },
+		};
+
+		r = poll(p, 3, ms_until(due, now_us()));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return husk_seterr(errno, "poll: %s", strerror(errno));
+		if (!r)
+			return husk_seterr(ETIMEDOUT, "the VM process did not make its VM "
+					   "within %d s", (int)(VM_MADE_WAIT_US / 1000000));
+		if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
+			return 0;
+		n = run_chan_recv(S->chan, S->msg, RUN_CHAN_MAX);
+		if (!n)
+			continue;
+		if (n < 0)
+			return 0;
+		memcpy(&h, S->msg, sizeof(h));
+		if (h.type != CHAN_MADE)
+			return husk_seterr(EPROTO, "the VM process sent message %u before its "
+					   "go", h.type);
+		return 0;
+	}
+}
+
+/*
  * While the VM process builds its VM: its cgroup, its identity, the DNS
- * helper; then it is moved into the cgroup and let go with that identity.
+ * helper; then, once the VM exists, it is moved into the cgroup and let go
+ * with that identity.
  */
 static int confine_vm(struct sup *S)
 {
@@ -368,9 +416,13 @@ static int confine_vm(struct sup *S)
 	}
 	/*
 	 * Before its guest runs: memory charges stay where they were made.
-	 * The VM process builds the VM meanwhile and waits for the go only
-	 * then (run_vm.c setup), so the migration's cost is hidden.
+	 * The move waits for KVM_CREATE_VM (wait_vm_made), and the VM process
+	 * builds the rest of its VM meanwhile and takes the go only then
+	 * (run_vm.c setup), so neither the wait nor the move's cost shows.
 	 */
+	err = wait_vm_made(S);
+	if (err)
+		return err;
 	if (S->cg_on && cgroup_attach(&S->cg, S->pid))
 		return vm_gone(S) ? 0 : husk_seterr(EIO, "cannot put the VM process in its "
 						    "cgroup: %s", husk_lasterr());

@@ -51,6 +51,7 @@ enum chan_up {
 	CHAN_GET_DATA = 16,	/* idx, then bytes of that --get's tar stream */
 	CHAN_GET_END,		/* idx: that stream is complete */
 	CHAN_READY,		/* the job started: boot (or restore) and set-up are over */
+	CHAN_MADE,		/* KVM_CREATE_VM returned: the VM process may change cgroup */
 };
 
 struct chan_hdr {

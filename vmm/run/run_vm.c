@@ -772,6 +772,19 @@ static int enter_jail(struct rvm *R)
 }
 
 /*
+ * The VM exists: the supervisor may now move this process into the VM's
+ * cgroup (vm_config.made says why not before). Sent at most once, before
+ * anything else on the channel; a supervisor that is gone finds out itself.
+ */
+static void vm_made(void *arg)
+{
+	struct rvm *R = arg;
+	struct chan_hdr h = { .type = CHAN_MADE };
+
+	send(R->chan, &h, sizeof(h), MSG_NOSIGNAL);
+}
+
+/*
  * Wait for the supervisor's go: it has put this process in its cgroup and
  * says which identity the jail takes.
  */
@@ -856,6 +869,8 @@ static int setup(struct rvm *R)
 	cfg.console_fd = a->console_fd;
 	cfg.seccomp = !o->no_jail;
 	cfg.no_hugepages = o->no_hugepages;
+	cfg.made = vm_made;
+	cfg.made_arg = R;
 	err = vm_create(R->vm, &cfg, a->start);
 	if (err)
 		return err;
@@ -863,7 +878,7 @@ static int setup(struct rvm *R)
 		R->r->t_restored = (int64_t)(now_us() - R->vm->t.start);
 	/*
 	 * The VM is built while the supervisor puts this process in its
-	 * cgroup: what was charged so far is husk's own and bounded (KVM's
+	 * cgroup (from vm_made on): what was charged so far is husk's own and bounded (KVM's
 	 * structures, the kernel image and boot tables in guest RAM, at most
 	 * KERNEL_MAX_FILE + INITRD_MAX_FILE); the rest of guest RAM is charged
 	 * when the guest touches it, which it cannot before the go.
