@@ -506,6 +506,9 @@ static int recv_chan(struct sup *S)
 		on_ready(S);
 		return 1;
 	}
+	/* Late: a signal ended the wait for it (wait_vm_made). */
+	if (h.type == CHAN_MADE)
+		return 1;
 	if (discarding(S))
 		return 1;
 	if (h.type != CHAN_GET_DATA && h.type != CHAN_GET_END) {
