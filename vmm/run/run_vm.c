@@ -878,10 +878,11 @@ static int setup(struct rvm *R)
 		R->r->t_restored = (int64_t)(now_us() - R->vm->t.start);
 	/*
 	 * The VM is built while the supervisor puts this process in its
-	 * cgroup (from vm_made on): what was charged so far is husk's own and bounded (KVM's
-	 * structures, the kernel image and boot tables in guest RAM, at most
-	 * KERNEL_MAX_FILE + INITRD_MAX_FILE); the rest of guest RAM is charged
-	 * when the guest touches it, which it cannot before the go.
+	 * cgroup (from vm_made on): what was charged so far is husk's own and
+	 * bounded (KVM's structures, the kernel image and boot tables in guest
+	 * RAM, at most KERNEL_MAX_FILE + INITRD_MAX_FILE); the rest of guest
+	 * RAM is charged when the guest touches it, which it cannot before the
+	 * go.
 	 */
 	err = wait_go(R);
 	if (err)

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -1145,8 +1146,10 @@ int cgroup_owned_frozen(pid_t owner, unsigned long long start)
  */
 static void describe_threads(const char *dir, char *out, size_t len)
 {
-	char path[CGROUP_PATH_MAX], buf[4096], stat[512], wchan[64], *line, *save, *comm, *end;
+	char path[CGROUP_PATH_MAX], buf[4096], comm[64], wchan[64], *line, *save, state;
+	unsigned long long start;
 	size_t used = 0;
+	uint64_t tid;
 	int n;
 
 	out[0] = '\0';
@@ -1154,20 +1157,18 @@ static void describe_threads(const char *dir, char *out, size_t len)
 	    read_small(path, buf, sizeof(buf)))
 		return;
 	for (line = strtok_r(buf, "\n", &save); line && used < len; line = strtok_r(NULL, "\n", &save)) {
-		snprintf(path, sizeof(path), "/proc/%s/stat", line);
-		if (read_small(path, stat, sizeof(stat)))
+		if (parse_u64(line, 1, INT_MAX, &tid) || proc_stat((pid_t)tid, &state, &start))
 			continue;
-		comm = strchr(stat, '(');
-		end = strrchr(stat, ')');
-		if (!comm || !end || end < comm || end[1] != ' ')
+		snprintf(path, sizeof(path), "/proc/%d/comm", (int)tid);
+		if (read_small(path, comm, sizeof(comm)))
 			continue;
-		*end = '\0';
-		snprintf(path, sizeof(path), "/proc/%s/wchan", line);
+		comm[strcspn(comm, "\n")] = '\0';
+		snprintf(path, sizeof(path), "/proc/%d/wchan", (int)tid);
 		/* A thread on a CPU waits nowhere: "0". */
 		if (read_small(path, wchan, sizeof(wchan)) || !strcmp(wchan, "0"))
 			wchan[0] = '\0';
-		n = snprintf(out + used, len - used, "%s%s %s %c%s%s", used ? ", " : "", line,
-			     comm + 1, end[2], wchan[0] ? " in " : "", wchan);
+		n = snprintf(out + used, len - used, "%s%d %s %c%s%s", used ? ", " : "", (int)tid,
+			     comm, state, wchan[0] ? " in " : "", wchan);
 		used += n > 0 ? (size_t)n : 0;
 	}
 }
