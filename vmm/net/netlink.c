@@ -191,7 +191,7 @@ static void nl_init(struct nl_req *req, uint16_t type, uint16_t flags, size_t bo
 
 int netlink_ifindex(const char *name)
 {
-	static __thread struct nl_req req, reply;
+	struct nl_req req, reply;
 	struct ifinfomsg *ifi;
 	char what[64];
 	int err;
@@ -216,7 +216,7 @@ int netlink_ifindex(const char *name)
 
 int netlink_link_up(int ifindex)
 {
-	static __thread struct nl_req req;
+	struct nl_req req;
 	struct ifinfomsg *ifi;
 	char what[64];
 
@@ -233,7 +233,7 @@ int netlink_link_up(int ifindex)
 /* The interface keeps its index in nsfd's namespace unless one there has it. */
 int netlink_link_netns(int ifindex, int nsfd)
 {
-	static __thread struct nl_req req;
+	struct nl_req req;
 	struct ifinfomsg *ifi;
 	uint32_t fd = nsfd;
 	char what[80];
@@ -253,7 +253,7 @@ int netlink_link_netns(int ifindex, int nsfd)
 int netlink_addr_add(int ifindex, int family, const void *addr, unsigned prefixlen,
 		     const void *peer)
 {
-	static __thread struct nl_req req;
+	struct nl_req req;
 	struct ifaddrmsg *ifa;
 	size_t alen;
 	char what[64];
@@ -290,7 +290,7 @@ int netlink_addr_add(int ifindex, int family, const void *addr, unsigned prefixl
 
 int netlink_link_del(const char *ifname)
 {
-	static __thread struct nl_req req;
+	struct nl_req req;
 	struct ifinfomsg *ifi;
 	char what[64];
 	int err;
@@ -465,7 +465,7 @@ static int collect_stale(const struct nlmsghdr *h, void *arg)
 
 static int link_del_index(int ifindex)
 {
-	static __thread struct nl_req req;
+	struct nl_req req;
 	struct ifinfomsg *ifi;
 	char what[64];
 
@@ -500,7 +500,7 @@ static int make_lock_dir(const char *dir)
 
 int netlink_del_stale_taps(const char *prefix, const char *lock_dir)
 {
-	static __thread struct nl_req req;
+	struct nl_req req;
 	struct stale_scan s = { .prefix = prefix };
 	struct ifinfomsg *ifi;
 	char path[PATH_MAX];
@@ -619,7 +619,7 @@ static bool addr_event(const struct nlmsghdr *h, struct netlink_addr_event *ev)
 
 int netlink_addr_monitor_read(int fd, unsigned max_msgs, netlink_addr_fn fn, void *arg)
 {
-	static __thread char buf[NL_MONITOR_BUF];
+	char buf[NL_MONITOR_BUF];
 	struct netlink_addr_event ev;
 	struct sockaddr_nl sa;
 	socklen_t salen;
