@@ -252,6 +252,33 @@ START_TEST(thread_stack_below_huge_page)
 }
 END_TEST
 
+static void *own_tid(void *arg)
+{
+	*(pid_t *)arg = gettid();
+	return NULL;
+}
+
+/* Joined and gone: the kernel no longer lists the thread (the jail counts them). */
+START_TEST(thread_gone_after_join)
+{
+	char path[64];
+	int i;
+
+	for (i = 0; i < 50; i++) {
+		pthread_t t;
+		pid_t tid = 0;
+
+		ck_assert_int_eq(husk_thread_create(&t, own_tid, &tid), 0);
+		ck_assert_int_eq(pthread_join(t, NULL), 0);
+		ck_assert_int_gt(tid, 0);
+		husk_thread_gone(tid);
+		snprintf(path, sizeof(path), "/proc/self/task/%d", (int)tid);
+		ck_assert_msg(access(path, F_OK) < 0 && errno == ENOENT,
+			      "thread %d still listed after husk_thread_gone", (int)tid);
+	}
+}
+END_TEST
+
 START_TEST(poll_timeouts)
 {
 	/* No deadline: wait for an event. Due or past: do not wait. */
@@ -278,6 +305,7 @@ Suite *util_suite(void)
 	tcase_add_test(e, mkdir_p_modes);
 	tcase_add_test(e, sizes);
 	tcase_add_test(e, thread_stack_below_huge_page);
+	tcase_add_test(e, thread_gone_after_join);
 	tcase_add_test(e, poll_timeouts);
 	tcase_add_checked_fixture(h, setup, teardown);
 	tcase_add_test(h, output_creates_and_truncates);

@@ -8,11 +8,11 @@ import re
 import subprocess
 import sys
 
-HOST_BOOT = ["options", "kvm_open", "vm_create", "memory", "devices", "load", "vcpus",
-             "threads", "seccomp", "first_kvm_run"]
+HOST_BOOT = ["options", "kvm_open", "vm_create", "memory", "devices", "load", "boot_info",
+             "vcpus", "threads", "seccomp", "first_kvm_run"]
 HOST_RUN = ["options", "sup_prepare", "sup_net", "sup_cgroup", "sup_jail", "sup_dns",
             "sup_fork", "sup_go", "kvm_open", "vm_create", "memory", "devices", "load",
-            "vcpus", "jail", "threads", "seccomp", "first_kvm_run"]
+            "boot_info", "vcpus", "jail", "threads", "seccomp", "first_kvm_run"]
 GUEST = ["kernel", "pid1_setup", "connected", "workspace", "net_prepare", "cgroup",
          "job_init", "hello", "job_received", "job_setup", "files_in", "job_started"]
 INITCALL = re.compile(r"initcall (\S+?)(\+0x[0-9a-f]+/0x[0-9a-f]+)?( \[\S+\])? returned (-?\d+) after (\d+) usecs")
@@ -22,6 +22,9 @@ def parse(path):
     runs = {"boot": {}, "run": {}}
     for line in open(path, errors="replace"):
         line = line.rstrip("\r\n")
+        if line == "PHASES-RAW aslr off":
+            runs["aslr"] = "off"
+            continue
         m = re.match(r"PHASES-RAW (boot|run) (\d+) (\w+) ?(.*)$", line)
         if not m:
             continue
@@ -186,13 +189,19 @@ def medians(per_run):
 
 def main():
     raw = parse(sys.argv[1])
+    aslr = raw.pop("aslr", "on")
     out = sys.argv[2] if len(sys.argv) > 2 and sys.argv[2] else None
     cmp_path = sys.argv[3] if len(sys.argv) > 3 and sys.argv[3] else None
     vmlinux = sys.argv[4] if len(sys.argv) > 4 else None
     s = summarise(raw, symbols(vmlinux))
     prev = None
+    print("address randomization in the test host: %s" % aslr)
     if cmp_path:
-        prev = json.load(open(cmp_path)).get("medians", {})
+        old = json.load(open(cmp_path))
+        prev = old.get("medians", {})
+        if old.get("aslr", "on") != aslr:
+            print("warning: %s was measured with address randomization %s: the emulator's "
+                  "translation cost differs" % (cmp_path, old.get("aslr", "on")))
     nb, nr = len(s["boot"]), len(s["run"])
     failed = [i for i, r in raw["run"].items() if i not in s["run"]]
     pb = prev.get("boot") if prev else None
@@ -223,7 +232,8 @@ def main():
             print("  run %d: %s" % (i, raw["run"][i].get("error", "?")))
     if out:
         with open(out, "w") as f:
-            json.dump({"raw": {k: {str(i): {kk: vv for kk, vv in r.items()}
+            json.dump({"aslr": aslr,
+                       "raw": {k: {str(i): {kk: vv for kk, vv in r.items()}
                                    for i, r in v.items()} for k, v in raw.items()},
                        "runs": s,
                        "medians": {"boot": medians(s["boot"]), "run": medians(s["run"])}},

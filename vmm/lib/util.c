@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -114,6 +116,21 @@ int husk_thread_create(pthread_t *t, void *(*fn)(void *), void *arg)
 		err = pthread_create(t, &a, fn, arg);
 	pthread_attr_destroy(&a);
 	return err;
+}
+
+void husk_thread_gone(pid_t tid)
+{
+	int i;
+
+	/* A bounded wait: the exit has no step left that sleeps for long. */
+	for (i = 0; tid > 0 && i < 2000; i++) {
+		if (syscall(SYS_tgkill, getpid(), tid, 0) < 0 && errno == ESRCH)
+			return;
+		if (i < 10)
+			sched_yield();
+		else
+			usleep(500);
+	}
 }
 
 uint64_t now_us(void)

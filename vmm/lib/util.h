@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -41,6 +42,12 @@ void husk_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  */
 #define HUSK_THREAD_STACK (1u << 20)
 int husk_thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
+/*
+ * After pthread_join of the thread whose gettid() was tid: wait (briefly)
+ * until the kernel has let it go too, so the process counts one thread
+ * less. The join returns when the thread cleared its tid, a little before.
+ */
+void husk_thread_gone(pid_t tid);
 
 /* CLOCK_MONOTONIC and CLOCK_REALTIME in microseconds. */
 uint64_t now_us(void);

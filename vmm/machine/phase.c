@@ -27,6 +27,7 @@ static const char *const names[PH_NR] = {
 	[PH_MEMORY] = "memory",
 	[PH_DEVICES] = "devices",
 	[PH_LOAD] = "load",
+	[PH_BOOT_INFO] = "boot_info",
 	[PH_VCPUS] = "vcpus",
 	[PH_RESTORE] = "restore",
 	[PH_JAIL] = "jail",

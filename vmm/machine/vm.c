@@ -126,11 +126,11 @@ static int load_initrd(struct vm *vm, const char *path, uint64_t *gpa, uint64_t 
 	return err;
 }
 
-static int load_guest(struct vm *vm, const struct vm_config *cfg)
+/* The kernel and initrd into guest RAM: nothing of the VM's needed yet. */
+static int load_images(struct vm *vm, const struct vm_config *cfg, uint64_t *rd_gpa,
+		       uint64_t *rd_len)
 {
-	char cmdbuf[CMDLINE_MAX];
-	struct cmdline cl;
-	uint64_t rd_gpa = 0, rd_len = 0, size;
+	uint64_t size;
 	int fd, err;
 
 	fd = open_input("kernel", cfg->kernel_path, ARCH_KERNEL_MAX_FILE, &size);
@@ -140,11 +140,18 @@ static int load_guest(struct vm *vm, const struct vm_config *cfg)
 	close(fd);
 	if (err)
 		return husk_seterr(err, "kernel %s: %s", cfg->kernel_path, husk_lasterr());
-	if (cfg->initrd_path) {
-		err = load_initrd(vm, cfg->initrd_path, &rd_gpa, &rd_len);
-		if (err)
-			return err;
-	}
+	if (cfg->initrd_path)
+		return load_initrd(vm, cfg->initrd_path, rd_gpa, rd_len);
+	return 0;
+}
+
+/* The command line and boot tables: after the devices, which the command line names. */
+static int write_boot_info(struct vm *vm, const struct vm_config *cfg, uint64_t rd_gpa,
+			   uint64_t rd_len)
+{
+	char cmdbuf[CMDLINE_MAX];
+	struct cmdline cl;
+	int err;
 
 	cmdline_init(&cl, cmdbuf, arch_cmdline_max(vm));
 	err = cmdline_append(&cl, ARCH_CMDLINE_BASE);
@@ -157,7 +164,78 @@ static int load_guest(struct vm *vm, const struct vm_config *cfg)
 	return arch_boot_tables(vm, cmdbuf, rd_gpa, rd_len);
 }
 
-/* virtio-mmio devices; before load_guest, which announces them on the cmdline. */
+/*
+ * KVM_CREATE_VM mostly sleeps: on 6.1 kernels it starts KVM's NX huge
+ * page recovery thread, which joins our cgroups and so waits for an RCU
+ * grace period (milliseconds; cgroup2's favordynmods mount option lifts
+ * it). A cold boot makes the machine on this thread while the calling one
+ * copies the kernel into guest RAM, which needs no VM yet.
+ */
+struct maker {
+	struct vm *vm;
+	const struct vm_config *cfg;
+	pid_t tid;
+	int err;
+	char msg[512];
+};
+
+static int make_machine(struct vm *vm, const struct vm_config *cfg)
+{
+	int err = create_machine(vm);
+
+	if (err)
+		return err;
+	phase_mark(PH_VM_CREATE);
+	if (cfg->made)
+		cfg->made(cfg->made_arg);
+	return 0;
+}
+
+static void *maker_thread(void *arg)
+{
+	struct maker *m = arg;
+
+	m->tid = gettid();
+	m->err = make_machine(m->vm, m->cfg);
+	if (m->err)
+		snprintf(m->msg, sizeof(m->msg), "%s", husk_lasterr());
+	return NULL;
+}
+
+/*
+ * Guest RAM with the kernel and initrd in it, and the machine made
+ * meanwhile; the VM process must be single-threaded again on return (its
+ * jail checks), so the maker is joined and waited out of the kernel.
+ */
+static int build_boot(struct vm *vm, const struct vm_config *cfg, uint64_t *rd_gpa,
+		      uint64_t *rd_len)
+{
+	struct maker m = { .vm = vm, .cfg = cfg };
+	pthread_t t;
+	int err;
+
+	if (husk_thread_create(&t, maker_thread, &m)) {
+		/* No thread to spare: one after the other. */
+		err = make_machine(vm, cfg);
+		if (!err)
+			err = gmem_alloc(&vm->mem, cfg->mem_bytes, !cfg->no_hugepages);
+		if (!err)
+			err = load_images(vm, cfg, rd_gpa, rd_len);
+		return err;
+	}
+	err = gmem_alloc(&vm->mem, cfg->mem_bytes, !cfg->no_hugepages);
+	if (!err)
+		err = load_images(vm, cfg, rd_gpa, rd_len);
+	if (!err)
+		phase_mark(PH_LOAD);
+	pthread_join(t, NULL);
+	husk_thread_gone(m.tid);
+	if (m.err)
+		return husk_seterr(m.err, "%s", m.msg);
+	return err;
+}
+
+/* virtio-mmio devices; before write_boot_info, which announces them on the cmdline. */
 static int create_devices(struct vm *vm, const struct vm_config *cfg)
 {
 	int err = 0;
@@ -201,6 +279,7 @@ static int create_vcpus(struct vm *vm)
 
 int vm_create(struct vm *vm, const struct vm_config *cfg, uint64_t start_us)
 {
+	uint64_t rd_gpa = 0, rd_len = 0;
 	unsigned i;
 	int err;
 
@@ -244,16 +323,13 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, uint64_t start_us)
 	if ((int)vm->nr_vcpus > vm->kvm.max_vcpus)
 		return husk_seterr(EINVAL, "this host's KVM supports at most %d vCPUs",
 				   vm->kvm.max_vcpus);
-	err = create_machine(vm);
-	if (err)
-		return err;
-	phase_mark(PH_VM_CREATE);
-	if (cfg->made)
-		cfg->made(cfg->made_arg);
-	if (cfg->restore)
-		err = gmem_map_file(&vm->mem, cfg->restore->mem_fd, cfg->mem_bytes);
-	else
-		err = gmem_alloc(&vm->mem, cfg->mem_bytes, !cfg->no_hugepages);
+	if (cfg->restore) {
+		err = make_machine(vm, cfg);
+		if (!err)
+			err = gmem_map_file(&vm->mem, cfg->restore->mem_fd, cfg->mem_bytes);
+	} else {
+		err = build_boot(vm, cfg, &rd_gpa, &rd_len);
+	}
 	if (!err)
 		err = set_memory(vm);
 	if (err)
@@ -269,7 +345,7 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, uint64_t start_us)
 		return err;
 	phase_mark(PH_DEVICES);
 	if (!cfg->restore) {
-		err = load_guest(vm, cfg);
+		err = write_boot_info(vm, cfg, rd_gpa, rd_len);
 		if (err)
 			return err;
 	}
@@ -278,7 +354,7 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, uint64_t start_us)
 	if (err)
 		return err;
 	if (!cfg->restore)
-		phase_mark(PH_LOAD);
+		phase_mark(PH_BOOT_INFO);
 	if (cfg->restore) {
 		err = vm_restore_state(vm, cfg->restore);
 		if (err)
