@@ -398,10 +398,8 @@ static int wait_vm_made(struct sup *S)
 static int confine_vm(struct sup *S)
 {
 	struct chan_go go = { .h.type = CHAN_GO };
-	int err;
+	int err, n;
 
-	/* Others' leftovers: a sweep that need not hold up this VM. */
-	clean_stale_rundirs();
 	setup_cgroup(S);
 	phase_mark(PH_SUP_CGROUP);
 	err = setup_jail(S);
@@ -432,6 +430,11 @@ static int confine_vm(struct sup *S)
 		return vm_gone(S) ? 0 : husk_seterr(errno, "cannot start the VM process: %s",
 						    strerror(errno));
 	phase_mark(PH_SUP_GO);
+	/* Others' leftovers: swept while this guest boots, off its path. */
+	clean_stale_rundirs();
+	n = cgroup_clean_stale();
+	if (n > 0)
+		husk_debug("removed %d stale cgroup(s)", n);
 	return 0;
 }
 
@@ -771,11 +774,7 @@ static void setup_cgroup(struct sup *S)
 {
 	const struct run_opts *o = S->o;
 	struct cgroup_limits l;
-	int n;
 
-	n = cgroup_clean_stale();
-	if (n > 0)
-		husk_debug("removed %d stale cgroup(s)", n);
 	cgroup_limits_for_vm(&l, o->mem_mib << 20, o->vcpus);
 	if (o->cpu_milli)
 		l.cpu_milli = o->cpu_milli;
