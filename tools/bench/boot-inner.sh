@@ -2,10 +2,10 @@
 # Inside the test host: boot each configuration RUNS times, interleaved so
 # drifting load hits every VMM alike, then summarise. Raw figures go to
 # stdout as "BOOT-RAW config marker_us=N ..." lines for the plot.
-#   boot-inner.sh ROOT KERNEL_DIR INITRD RUNS MEM_MIB QEMU [LKVM [ARCH]]
+#   boot-inner.sh ROOT KERNEL_DIR INITRD RUNS MEM_MIB QEMU [LKVM [ARCH [on|off]]]
 # ROOT holds husk and tools/bench/boot-timer (a build tree). ARCH x86_64
 # (default) or arm64 picks the configurations and QEMU's machine.
-ROOT=$1 K=$2 RD=$3 RUNS=$4 MEM=$5 QEMU=$6 LKVM=${7:-} ARCH=${8:-x86_64}
+ROOT=$1 K=$2 RD=$3 RUNS=$4 MEM=$5 QEMU=$6 LKVM=${7:-} ARCH=${8:-x86_64} ASLR=${9:-on}
 T=$ROOT/tools/bench/boot-timer
 # husk's own parameters (ARCH_CMDLINE_BASE, as husk boot --help prints them)
 # and quiet, for every VMM alike: a copy here could drift from husk's.
@@ -15,6 +15,10 @@ CMDLINE="$BASE quiet"
 R=/tmp/bench
 rm -rf $R
 mkdir -p $R
+if [ "$ASLR" = off ]; then
+	echo 0 >/proc/sys/kernel/randomize_va_space || exit 1
+	echo "address randomization: off"
+fi
 
 husk_run() {	# husk_run KERNEL
 	"$T" -- "$ROOT/husk" boot --kernel "$1" --initrd "$RD" --mem "$MEM" \

@@ -3,13 +3,17 @@
 # log printed by mini-init after its marker) and RUNS cold `husk run --
 # true`, interleaved; every record goes to stdout as a "PHASES-RAW" line for
 # tools/bench-phases to tabulate.
-#   phases-inner.sh ROOT KERNEL_DIR INITRD RUNS MEM_MIB
-ROOT=$1 K=$2 RD=$3 RUNS=$4 MEM=$5
+#   phases-inner.sh ROOT KERNEL_DIR INITRD RUNS MEM_MIB [on|off]
+ROOT=$1 K=$2 RD=$3 RUNS=$4 MEM=$5 ASLR=${6:-on}
 T=$ROOT/tools/bench/boot-timer
 H=$ROOT/husk
 R=/tmp/bench-phases
 rm -rf $R
 mkdir -p $R
+if [ "$ASLR" = off ]; then
+	echo 0 >/proc/sys/kernel/randomize_va_space || exit 1
+	echo "PHASES-RAW aslr off"
+fi
 # Three unrecorded boots and runs first: the test host's TCG translates
 # each code path the first time it runs, which inflates the first cold
 # starts (husk boot's first KVM_RUN at 110-250 ms instead of 70, for about
