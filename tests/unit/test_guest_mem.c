@@ -322,24 +322,6 @@ START_TEST(alloc_huge_aligned)
 }
 END_TEST
 
-/* Small pages for the boot area only: the rest keeps its huge-page hint. */
-START_TEST(small_pages_for_a_range)
-{
-	struct guest_mem m;
-
-	ck_assert_int_eq(gmem_alloc(&m, 64u << 20, true), 0);
-	ck_assert_int_eq(gmem_small_pages(&m, 0, 2u << 20), 0);
-	ck_assert(smaps_flag(m.host, "nh"));
-	ck_assert(!smaps_flag(m.host, "hg"));
-	ck_assert(smaps_flag(m.host + (2u << 20), "hg"));
-	ck_assert(!smaps_flag(m.host + (2u << 20), "nh"));
-	/* Outside RAM: refused, and nothing changes. */
-	ck_assert_int_eq(gmem_small_pages(&m, 64u << 20, 4096), -EFAULT);
-	ck_assert(smaps_flag(m.host + (62u << 20), "hg"));
-	gmem_free(&m);
-}
-END_TEST
-
 START_TEST(free_buffer_does_not_unmap)
 {
 	/* gmem_free() of caller-owned memory only forgets it. */
@@ -429,7 +411,6 @@ Suite *guest_mem_suite(void)
 	tcase_add_test(tc, alloc_64m);
 	tcase_add_test(tc, alloc_min_and_1g);
 	tcase_add_test(tc, alloc_huge_aligned);
-	tcase_add_test(tc, small_pages_for_a_range);
 	tcase_add_test(tc, image_save_and_map);
 	suite_add_tcase(s, tc);
 	return s;

@@ -152,22 +152,6 @@ int gmem_save(const struct guest_mem *m, int fd, uint64_t *data_bytes)
 	return 0;
 }
 
-int gmem_small_pages(struct guest_mem *m, uint64_t gpa, uint64_t len)
-{
-	uint8_t *p = gmem_ptr(m, gpa, len);
-	uintptr_t start, end;
-
-	if (!p)
-		return -EFAULT;
-	if (!m->mapped || !len)
-		return 0;
-	start = (uintptr_t)p & ~(uintptr_t)4095;
-	end = ((uintptr_t)p + len + 4095) & ~(uintptr_t)4095;
-	/* Advice only: a host without transparent huge pages has nothing to undo. */
-	madvise((void *)start, end - start, MADV_NOHUGEPAGE);
-	return 0;
-}
-
 void gmem_init_buffer(struct guest_mem *m, void *buf, uint64_t size)
 {
 	memset(m, 0, sizeof(*m));

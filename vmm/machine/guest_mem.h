@@ -50,13 +50,6 @@ int gmem_map_file(struct guest_mem *m, int fd, uint64_t size);
  * are holes, not written. *data_bytes gets what was written. -errno.
  */
 int gmem_save(const struct guest_mem *m, int fd, uint64_t *data_bytes);
-/*
- * Back [gpa, gpa + len) with small pages (MADV_NOHUGEPAGE): for boot data
- * of a few KiB, which would otherwise make the host clear a whole 2 MiB
- * page before the guest runs. Nothing to do for memory not mapped by
- * gmem_alloc. -EFAULT when the range is not RAM.
- */
-int gmem_small_pages(struct guest_mem *m, uint64_t gpa, uint64_t len);
 /* Describe caller-owned memory (unit tests use malloc'd "guest RAM"). */
 void gmem_init_buffer(struct guest_mem *m, void *buf, uint64_t size);
 void gmem_free(struct guest_mem *m);

@@ -99,16 +99,7 @@ int arch_initrd_addr(struct vm *vm, uint64_t len, uint64_t *gpa)
 
 int arch_boot_tables(struct vm *vm, const char *cmdline, uint64_t rd_gpa, uint64_t rd_len)
 {
-	int err;
-
-	/*
-	 * The tables take a few KiB of the first 2 MiB, which hold nothing
-	 * else of ours and which the guest barely uses: small pages there, or
-	 * writing them clears a whole huge page on the cold path (2 to 40 ms
-	 * in the test host, bench-phases).
-	 */
-	gmem_small_pages(&vm->mem, 0, 2ull << 20);
-	err = bootparams_write_x86(&vm->mem, &vm->arch.kernel, cmdline, rd_gpa, rd_len);
+	int err = bootparams_write_x86(&vm->mem, &vm->arch.kernel, cmdline, rd_gpa, rd_len);
 
 	if (!err)
 		err = mptable_write_x86(&vm->mem, EBDA_GPA, vm->nr_vcpus);
