@@ -214,13 +214,15 @@ static int build_boot(struct vm *vm, const struct vm_config *cfg, uint64_t *rd_g
 	pthread_t t;
 	int err;
 
+	/* No thread to spare: one after the other. */
 	if (husk_thread_create(&t, maker_thread, &m)) {
-		/* No thread to spare: one after the other. */
 		err = make_machine(vm, cfg);
 		if (!err)
 			err = gmem_alloc(&vm->mem, cfg->mem_bytes, !cfg->no_hugepages);
 		if (!err)
 			err = load_images(vm, cfg, rd_gpa, rd_len);
+		if (!err)
+			phase_mark(PH_LOAD);
 		return err;
 	}
 	err = gmem_alloc(&vm->mem, cfg->mem_bytes, !cfg->no_hugepages);
