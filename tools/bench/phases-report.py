@@ -8,11 +8,11 @@ import re
 import subprocess
 import sys
 
-HOST_BOOT = ["options", "kvm_open", "vm_create", "memory", "devices", "load", "boot_info",
+HOST_BOOT = ["options", "kvm_open", "vm_create", "memory", "devices", "images", "load",
              "vcpus", "threads", "seccomp", "first_kvm_run"]
 HOST_RUN = ["options", "sup_prepare", "sup_net", "sup_cgroup", "sup_jail", "sup_dns",
-            "sup_fork", "sup_go", "kvm_open", "vm_create", "memory", "devices", "load",
-            "boot_info", "vcpus", "jail", "threads", "seccomp", "first_kvm_run"]
+            "sup_fork", "sup_go", "kvm_open", "vm_create", "memory", "devices", "images",
+            "load", "vcpus", "jail", "threads", "seccomp", "first_kvm_run"]
 GUEST = ["kernel", "pid1_setup", "connected", "workspace", "net_prepare", "cgroup",
          "job_init", "hello", "job_received", "job_setup", "files_in", "job_started"]
 INITCALL = re.compile(r"initcall (\S+?)(\+0x[0-9a-f]+/0x[0-9a-f]+)?( \[\S+\])? returned (-?\d+) after (\d+) usecs")

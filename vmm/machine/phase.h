@@ -36,8 +36,8 @@ enum phase {
 	PH_VM_CREATE,		/* KVM_CREATE_VM, irqchip, PIT */
 	PH_MEMORY,		/* guest RAM mapped and registered */
 	PH_DEVICES,		/* virtio devices and their images opened */
-	PH_LOAD,		/* kernel and initrd in guest RAM (while the VM is made) */
-	PH_BOOT_INFO,		/* command line, boot tables, entry registers */
+	PH_IMAGES,		/* kernel and initrd in guest RAM (while the VM is made) */
+	PH_LOAD,		/* then command line, boot tables, entry registers */
 	PH_VCPUS,		/* vCPUs created (arm64: the GIC completed) */
 	PH_RESTORE,		/* a template's state set on the new VM */
 	PH_JAIL,		/* the VM process entered its jail */

@@ -202,10 +202,23 @@ static void *maker_thread(void *arg)
 	return NULL;
 }
 
+/* Guest RAM, with the kernel and initrd in it. */
+static int fill_ram(struct vm *vm, const struct vm_config *cfg, uint64_t *rd_gpa,
+		    uint64_t *rd_len)
+{
+	int err = gmem_alloc(&vm->mem, cfg->mem_bytes, !cfg->no_hugepages);
+
+	if (!err)
+		err = load_images(vm, cfg, rd_gpa, rd_len);
+	if (!err)
+		phase_mark(PH_IMAGES);
+	return err;
+}
+
 /*
- * Guest RAM with the kernel and initrd in it, and the machine made
- * meanwhile; the VM process must be single-threaded again on return (its
- * jail checks), so the maker is joined and waited out of the kernel.
+ * fill_ram, and the machine made meanwhile; the VM process must be
+ * single-threaded again on return (its jail checks), so the maker is
+ * joined and waited out of the kernel.
  */
 static int build_boot(struct vm *vm, const struct vm_config *cfg, uint64_t *rd_gpa,
 		      uint64_t *rd_len)
@@ -217,19 +230,9 @@ static int build_boot(struct vm *vm, const struct vm_config *cfg, uint64_t *rd_g
 	/* No thread to spare: one after the other. */
 	if (husk_thread_create(&t, maker_thread, &m)) {
 		err = make_machine(vm, cfg);
-		if (!err)
-			err = gmem_alloc(&vm->mem, cfg->mem_bytes, !cfg->no_hugepages);
-		if (!err)
-			err = load_images(vm, cfg, rd_gpa, rd_len);
-		if (!err)
-			phase_mark(PH_LOAD);
-		return err;
+		return err ? err : fill_ram(vm, cfg, rd_gpa, rd_len);
 	}
-	err = gmem_alloc(&vm->mem, cfg->mem_bytes, !cfg->no_hugepages);
-	if (!err)
-		err = load_images(vm, cfg, rd_gpa, rd_len);
-	if (!err)
-		phase_mark(PH_LOAD);
+	err = fill_ram(vm, cfg, rd_gpa, rd_len);
 	pthread_join(t, NULL);
 	husk_thread_gone(m.tid);
 	if (m.err)
@@ -356,7 +359,7 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, uint64_t start_us)
 	if (err)
 		return err;
 	if (!cfg->restore)
-		phase_mark(PH_BOOT_INFO);
+		phase_mark(PH_LOAD);
 	if (cfg->restore) {
 		err = vm_restore_state(vm, cfg->restore);
 		if (err)
