@@ -398,7 +398,7 @@ static int wait_vm_made(struct sup *S)
 static int confine_vm(struct sup *S)
 {
 	struct chan_go go = { .h.type = CHAN_GO };
-	int err, n;
+	int err;
 
 	setup_cgroup(S);
 	phase_mark(PH_SUP_CGROUP);
@@ -432,9 +432,7 @@ static int confine_vm(struct sup *S)
 	phase_mark(PH_SUP_GO);
 	/* Others' leftovers: swept while this guest boots, off its path. */
 	clean_stale_rundirs();
-	n = cgroup_clean_stale();
-	if (n > 0)
-		husk_debug("removed %d stale cgroup(s)", n);
+	cgroup_clean_stale();
 	return 0;
 }
 
