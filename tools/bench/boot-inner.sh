@@ -2,10 +2,12 @@
 # Inside the test host: boot each configuration RUNS times, interleaved so
 # drifting load hits every VMM alike, then summarise. Raw figures go to
 # stdout as "BOOT-RAW config marker_us=N ..." lines for the plot.
-#   boot-inner.sh ROOT KERNEL_DIR INITRD RUNS MEM_MIB QEMU [LKVM [ARCH [on|off]]]
+#   boot-inner.sh ROOT KERNEL_DIR INITRD RUNS MEM_MIB QEMU [LKVM [ARCH [on|off [SCRUB]]]]
 # ROOT holds husk and tools/bench/boot-timer (a build tree). ARCH x86_64
-# (default) or arm64 picks the configurations and QEMU's machine.
+# (default) or arm64 picks the configurations and QEMU's machine. SCRUB
+# "on": scrub (below) before every recorded boot.
 ROOT=$1 K=$2 RD=$3 RUNS=$4 MEM=$5 QEMU=$6 LKVM=${7:-} ARCH=${8:-x86_64} ASLR=${9:-on}
+SCRUB=${10:-off}
 T=$ROOT/tools/bench/boot-timer
 # husk's own parameters (ARCH_CMDLINE_BASE, as husk boot --help prints them)
 # and quiet, for every VMM alike: a copy here could drift from husk's.
@@ -19,6 +21,9 @@ if [ "$ASLR" = off ]; then
 	echo 0 >/proc/sys/kernel/randomize_va_space || exit 1
 	echo "address randomization: off"
 fi
+
+. "$(dirname "$0")/scrub.sh"
+[ "$SCRUB" = on ] && echo "free memory scrubbed before every boot"
 
 husk_run() {	# husk_run KERNEL
 	"$T" -- "$ROOT/husk" boot --kernel "$1" --initrd "$RD" --mem "$MEM" \
@@ -88,6 +93,7 @@ done
 i=0
 while [ $i -lt "$RUNS" ]; do
 	for c in $order; do
+		scrub
 		run $c >>$R/$c
 	done
 	i=$((i + 1))
