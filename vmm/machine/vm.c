@@ -227,8 +227,8 @@ static int build_boot(struct vm *vm, const struct vm_config *cfg, uint64_t *rd_g
 	pthread_t t;
 	int err;
 
-	/* No thread to spare: one after the other. */
 	if (husk_thread_create(&t, maker_thread, &m)) {
+		/* No thread to spare: one after the other. */
 		err = make_machine(vm, cfg);
 		return err ? err : fill_ram(vm, cfg, rd_gpa, rd_len);
 	}
@@ -358,14 +358,14 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, uint64_t start_us)
 	err = arch_vcpus_init(vm, !cfg->restore);
 	if (err)
 		return err;
-	if (!cfg->restore)
+	if (!cfg->restore) {
 		phase_mark(PH_LOAD);
-	if (cfg->restore) {
-		err = vm_restore_state(vm, cfg->restore);
-		if (err)
-			return err;
-		phase_mark(PH_RESTORE);
+		return 0;
 	}
+	err = vm_restore_state(vm, cfg->restore);
+	if (err)
+		return err;
+	phase_mark(PH_RESTORE);
 	return 0;
 }
 
