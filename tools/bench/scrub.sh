@@ -3,7 +3,7 @@
 # memory. Its QEMU (TCG) drops the code it translated from a page when the
 # page is first written again, so a guest whose RAM lands where an earlier
 # guest ran code pays for the drop in whatever it writes first: the guest
-# kernel's struct pages took 160-240 ms to set up instead of 6-10 right
+# kernel's struct pages took 160-360 ms to set up instead of 6-10 right
 # after a scrub. Hardware has no such cost, and how much of it a boot
 # meets depends on the runs before it, whichever VMM it is.
 # The page cache stays: the guests' RAM comes from free memory, and a
