@@ -64,6 +64,16 @@ has "error names the image" "$W/err" 'cannot open disk image .*no-such-image'
 boot "boot without devices announces none" 0 --kernel "$K/vmlinux" --initrd "$RD"
 if grep -q 'virtio-mmio: Registering' "$W/con"; then bad "no virtio devices expected"; else ok "no virtio devices"; fi
 has "guest has no /dev/vda" "$W/con" '^DEV-NONE$'
+# No entropy device and no trusted CPU source: only husk's boot seed, which
+# the default kernel counts (CONFIG_RANDOM_TRUST_BOOTLOADER), can make the
+# CRNG ready before init ("crng init done" logged first).
+set -- $(sed -n 's/^DEV-CRNG-LINES: //p' "$W/con" | tr -d '\r')
+if [ $# = 2 ] && [ "$1" -lt "$2" ]; then
+	ok "the CRNG was seeded at boot, before init (x86 setup_data RNG seed)"
+else
+	bad "the CRNG was not ready before init: log lines '$*'"
+	show "$W/con"
+fi
 
 echo "testhost devices: $pass passed, $fail failed"
 [ $fail = 0 ]

@@ -276,7 +276,7 @@ START_TEST(zero_page_elf)
 	struct boot_params bp;
 	uint8_t zeros[sizeof(bp.screen_info)];
 
-	ck_assert_int_eq(bootparams_write_x86(&gm, &k, cl, 0x1ffe000, 0x1801), 0);
+	ck_assert_int_eq(bootparams_write_x86(&gm, &k, cl, 0x1ffe000, 0x1801, NULL, 0), 0);
 	read_zero_page(&bp);
 	ck_assert_uint_eq(bp.hdr.boot_flag, 0xaa55);
 	ck_assert_uint_eq(bp.hdr.header, 0x53726448);
@@ -303,7 +303,7 @@ START_TEST(zero_page_e820)
 {
 	struct boot_params bp;
 
-	ck_assert_int_eq(bootparams_write_x86(&gm, &k, "", 0, 0), 0);
+	ck_assert_int_eq(bootparams_write_x86(&gm, &k, "", 0, 0, NULL, 0), 0);
 	read_zero_page(&bp);
 	ck_assert_uint_eq(bp.e820_entries, 3);
 	assert_e820(&bp.e820_table[0], 0, EBDA_GPA, E820_TYPE_RAM);
@@ -317,7 +317,7 @@ START_TEST(zero_page_no_initrd)
 {
 	struct boot_params bp;
 
-	ck_assert_int_eq(bootparams_write_x86(&gm, &k, "quiet", 0x1ffe000, 0), 0);
+	ck_assert_int_eq(bootparams_write_x86(&gm, &k, "quiet", 0x1ffe000, 0, NULL, 0), 0);
 	read_zero_page(&bp);
 	ck_assert_uint_eq(bp.hdr.ramdisk_image, 0);
 	ck_assert_uint_eq(bp.hdr.ramdisk_size, 0);
@@ -329,7 +329,7 @@ START_TEST(zero_page_empty_cmdline)
 {
 	struct boot_params bp;
 
-	ck_assert_int_eq(bootparams_write_x86(&gm, &k, "", 0, 0), 0);
+	ck_assert_int_eq(bootparams_write_x86(&gm, &k, "", 0, 0, NULL, 0), 0);
 	read_zero_page(&bp);
 	ck_assert_uint_eq(bp.hdr.cmd_line_ptr, CMDLINE_GPA);
 	ck_assert_uint_eq(ram[CMDLINE_GPA], 0);
@@ -378,7 +378,7 @@ START_TEST(zero_page_bzimage_hdr_preserved)
 	struct boot_params bp;
 
 	bz_kernel(sizeof(struct setup_header));
-	ck_assert_int_eq(bootparams_write_x86(&gm, &k, "console=ttyS0", 0x2000000, 0x1000), 0);
+	ck_assert_int_eq(bootparams_write_x86(&gm, &k, "console=ttyS0", 0x2000000, 0x1000, NULL, 0), 0);
 	read_zero_page(&bp);
 	ck_assert_uint_eq(bp.hdr.setup_sects, 27);
 	ck_assert_uint_eq(bp.hdr.syssize, 0x12345);
@@ -409,7 +409,7 @@ START_TEST(zero_page_bzimage_short_hdr)
 
 	/* An older header ending at 0x262: later fields stay zero. */
 	bz_kernel(0x71);
-	ck_assert_int_eq(bootparams_write_x86(&gm, &k, "", 0, 0), 0);
+	ck_assert_int_eq(bootparams_write_x86(&gm, &k, "", 0, 0, NULL, 0), 0);
 	read_zero_page(&bp);
 	ck_assert_uint_eq(bp.hdr.pref_address, 0x1000000);
 	ck_assert_uint_eq(bp.hdr.handover_offset, 0);
@@ -425,7 +425,7 @@ START_TEST(cmdline_too_long)
 
 	memset(line, 'x', CMDLINE_MAX);
 	line[CMDLINE_MAX] = '\0';	/* 2048 characters: one too many */
-	ck_assert_int_eq(bootparams_write_x86(&gm, &k, line, 0, 0), -E2BIG);
+	ck_assert_int_eq(bootparams_write_x86(&gm, &k, line, 0, 0, NULL, 0), -E2BIG);
 	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "command line is 2048 bytes"));
 	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "at most 2047"));
 	/* Nothing written on failure. */
@@ -433,7 +433,7 @@ START_TEST(cmdline_too_long)
 	ck_assert_uint_eq(ram[ZERO_PAGE_GPA], 0xaa);
 
 	line[CMDLINE_MAX - 1] = '\0';	/* 2047: exactly fits */
-	ck_assert_int_eq(bootparams_write_x86(&gm, &k, line, 0, 0), 0);
+	ck_assert_int_eq(bootparams_write_x86(&gm, &k, line, 0, 0, NULL, 0), 0);
 	ck_assert_str_eq((char *)ram + CMDLINE_GPA, line);
 	read_zero_page(&bp);
 	ck_assert_uint_eq(bp.hdr.cmd_line_ptr, CMDLINE_GPA);
@@ -449,10 +449,10 @@ START_TEST(cmdline_bzimage_limit)
 	k.cmdline_max = 256;
 	memset(line, 'y', 256);
 	line[256] = '\0';
-	ck_assert_int_eq(bootparams_write_x86(&gm, &k, line, 0, 0), -E2BIG);
+	ck_assert_int_eq(bootparams_write_x86(&gm, &k, line, 0, 0, NULL, 0), -E2BIG);
 	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "at most 255"));
 	line[255] = '\0';
-	ck_assert_int_eq(bootparams_write_x86(&gm, &k, line, 0, 0), 0);
+	ck_assert_int_eq(bootparams_write_x86(&gm, &k, line, 0, 0, NULL, 0), 0);
 	ck_assert_uint_eq(strlen((char *)ram + CMDLINE_GPA), 255);
 }
 END_TEST
@@ -463,8 +463,73 @@ START_TEST(no_room_in_tiny_ram)
 
 	/* 64 KiB of RAM ends below the command line at 0x20000. */
 	gmem_init_buffer(&tiny, ram, 0x10000);
-	ck_assert_int_eq(bootparams_write_x86(&tiny, &k, "x", 0, 0), -EFAULT);
+	ck_assert_int_eq(bootparams_write_x86(&tiny, &k, "x", 0, 0, NULL, 0), -EFAULT);
 	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "command line"));
+}
+END_TEST
+
+/* ------------------------------------------------------------ RNG seed -- */
+
+static const uint8_t seed32[32] = {
+	1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
+	17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32,
+};
+
+START_TEST(rng_seed_entry)
+{
+	struct boot_params bp;
+	struct setup_data sd;
+
+	ck_assert_int_eq(bootparams_write_x86(&gm, &k, "quiet", 0, 0, seed32, sizeof(seed32)), 0);
+	read_zero_page(&bp);
+	ck_assert_uint_eq(bp.hdr.setup_data, RNG_SEED_GPA);
+	ck_assert_int_eq(gmem_read(&gm, RNG_SEED_GPA, &sd, sizeof(sd)), 0);
+	ck_assert_uint_eq(sd.next, 0);
+	ck_assert_uint_eq(sd.type, SETUP_RNG_SEED);
+	ck_assert_uint_eq(sd.len, sizeof(seed32));
+	ck_assert_mem_eq(ram + RNG_SEED_GPA + sizeof(sd), seed32, sizeof(seed32));
+	/* Nothing past the seed is written. */
+	ck_assert_uint_eq(ram[RNG_SEED_GPA + sizeof(sd) + sizeof(seed32)], 0xaa);
+	/* Below the command line, above the boot page tables. */
+	ck_assert_uint_le(RNG_SEED_GPA + sizeof(sd) + RNG_SEED_MAX, CMDLINE_GPA);
+	ck_assert_uint_ge(RNG_SEED_GPA, PD_GPA + PD_PAGES * 0x1000);
+}
+END_TEST
+
+START_TEST(rng_seed_none)
+{
+	struct boot_params bp;
+
+	ck_assert_int_eq(bootparams_write_x86(&gm, &k, "", 0, 0, NULL, 32), 0);
+	read_zero_page(&bp);
+	ck_assert_uint_eq(bp.hdr.setup_data, 0);
+	ck_assert_uint_eq(ram[RNG_SEED_GPA], 0xaa);
+}
+END_TEST
+
+START_TEST(rng_seed_too_long)
+{
+	uint8_t big[RNG_SEED_MAX + 1];
+
+	memset(big, 7, sizeof(big));
+	ck_assert_int_eq(bootparams_write_x86(&gm, &k, "", 0, 0, big, sizeof(big)), -E2BIG);
+	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "RNG seed"));
+	ck_assert_uint_eq(ram[RNG_SEED_GPA], 0xaa);
+}
+END_TEST
+
+/* Boot protocol 2.08 has no setup_data field: the seed is left out. */
+START_TEST(rng_seed_old_protocol)
+{
+	struct setup_header *h = (struct setup_header *)k.hdr;
+	struct boot_params bp;
+
+	bz_kernel(sizeof(struct setup_header));
+	h->version = 0x0208;
+	ck_assert_int_eq(bootparams_write_x86(&gm, &k, "", 0, 0, seed32, sizeof(seed32)), 0);
+	read_zero_page(&bp);
+	ck_assert_uint_eq(bp.hdr.setup_data, 0);
+	ck_assert_uint_eq(ram[RNG_SEED_GPA], 0xaa);
 }
 END_TEST
 
@@ -503,6 +568,10 @@ Suite *bootparams_suite(void)
 	tcase_add_test(tc, cmdline_too_long);
 	tcase_add_test(tc, cmdline_bzimage_limit);
 	tcase_add_test(tc, no_room_in_tiny_ram);
+	tcase_add_test(tc, rng_seed_entry);
+	tcase_add_test(tc, rng_seed_none);
+	tcase_add_test(tc, rng_seed_too_long);
+	tcase_add_test(tc, rng_seed_old_protocol);
 	suite_add_tcase(s, tc);
 	return s;
 }

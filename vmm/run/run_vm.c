@@ -860,7 +860,6 @@ static int setup(struct rvm *R)
 	memcpy(cfg.net_mac, a->mac, sizeof(cfg.net_mac));
 	cfg.kernel_path = a->kernel;
 	cfg.rootfs_path = a->rootfs;
-	cfg.rng = true;
 	cfg.vsock_uds = VSOCK_NAME;
 	cfg.guest_cid = RUN_GUEST_CID;
 	cfg.cmdline = o->image_init ? RUN_CMDLINE_IMAGE : RUN_CMDLINE;

@@ -65,11 +65,45 @@ int initrd_place_x86(struct guest_mem *m, const struct kernel_image *k,
 	return err;
 }
 
+/*
+ * The kernel mixes a SETUP_RNG_SEED entry into its entropy pool in
+ * setup_arch(), before anything draws from it, and wipes it; a kernel
+ * built with CONFIG_RANDOM_TRUST_BOOTLOADER (husk's default guest) counts
+ * it, and its CRNG is ready from the start, not once a device has
+ * delivered entropy. Boot protocol 2.09 and later: every 64-bit kernel.
+ */
+static int seed_write(struct guest_mem *m, struct boot_params *bp, const uint8_t *seed,
+		      size_t len)
+{
+	struct {
+		struct setup_data h;
+		uint8_t data[RNG_SEED_MAX];
+	} sd;
+
+	if (!seed || !len || bp->hdr.version < 0x0209)
+		return 0;
+	if (len > RNG_SEED_MAX)
+		return husk_seterr(E2BIG, "RNG seed of %zu bytes; at most %d", len, RNG_SEED_MAX);
+	memset(&sd, 0, sizeof(sd));
+	sd.h.type = SETUP_RNG_SEED;
+	sd.h.len = (uint32_t)len;
+	memcpy(sd.data, seed, len);
+	if (gmem_write(m, RNG_SEED_GPA, &sd, sizeof(sd.h) + len)) {
+		memset(&sd, 0, sizeof(sd));
+		return husk_seterr(EFAULT, "no room for the RNG seed in guest RAM");
+	}
+	memset(&sd, 0, sizeof(sd));
+	bp->hdr.setup_data = RNG_SEED_GPA;
+	return 0;
+}
+
 int bootparams_write_x86(struct guest_mem *m, const struct kernel_image *k,
-			 const char *cmdline, uint64_t initrd_gpa, uint64_t initrd_len)
+			 const char *cmdline, uint64_t initrd_gpa, uint64_t initrd_len,
+			 const uint8_t *seed, size_t seed_len)
 {
 	struct boot_params bp;
 	size_t clen = strlen(cmdline);
+	int err;
 
 	if (clen + 1 > k->cmdline_max)
 		return husk_seterr(E2BIG, "kernel command line is %zu bytes; this kernel accepts at "
@@ -94,6 +128,9 @@ int bootparams_write_x86(struct guest_mem *m, const struct kernel_image *k,
 		bp.hdr.ramdisk_size = (uint32_t)initrd_len;
 	}
 	bp.e820_entries = e820_build_x86(m, bp.e820_table, E820_MAX_ENTRIES_ZEROPAGE);
+	err = seed_write(m, &bp, seed, seed_len);
+	if (err)
+		return err;
 	if (gmem_write(m, ZERO_PAGE_GPA, &bp, sizeof(bp)))
 		return husk_seterr(EFAULT, "no room for the zero page in guest RAM");
 	return 0;

@@ -31,9 +31,13 @@ int initrd_place_x86(struct guest_mem *m, const struct kernel_image *k,
 
 /*
  * Write the command line and the zero page. initrd_len 0 means no initrd.
- * Fails if the command line does not fit the kernel's limit.
+ * seed (seed_len bytes, at most RNG_SEED_MAX; NULL: none) goes to the
+ * kernel as a SETUP_RNG_SEED setup_data entry. Fails if the command line
+ * does not fit the kernel's limit.
  */
+#define RNG_SEED_MAX	64
 int bootparams_write_x86(struct guest_mem *m, const struct kernel_image *k,
-			 const char *cmdline, uint64_t initrd_gpa, uint64_t initrd_len);
+			 const char *cmdline, uint64_t initrd_gpa, uint64_t initrd_len,
+			 const uint8_t *seed, size_t seed_len);
 
 #endif

@@ -17,6 +17,7 @@
 #define PDPT_GPA		0xa000ull
 #define PD_GPA			0xb000ull	/* 4 pages: identity map 4 GiB */
 #define PD_PAGES		4
+#define RNG_SEED_GPA		0x1f000ull	/* setup_data with the guest's RNG seed */
 #define CMDLINE_GPA		0x20000ull
 #define CMDLINE_MAX		2048u		/* x86 COMMAND_LINE_SIZE incl. NUL */
 #define EBDA_GPA		0x9fc00ull	/* end of base RAM, MP table here */
