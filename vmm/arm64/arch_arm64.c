@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include "arm64/cpu_arm64.h"
@@ -179,9 +178,9 @@ int arch_initrd_addr(struct vm *vm, uint64_t len, uint64_t *gpa)
 	return image_arm64_initrd_addr(&vm->arch.kernel, vm->arch.fdt_gpa, len, gpa);
 }
 
-int arch_boot_tables(struct vm *vm, const char *cmdline, uint64_t rd_gpa, uint64_t rd_len)
+int arch_boot_tables(struct vm *vm, const char *cmdline, uint64_t rd_gpa, uint64_t rd_len,
+		     const uint8_t *seed)
 {
-	uint8_t seed[32];
 	struct fdt_arm64_cfg c = {
 		.ram_base = ARM64_RAM_BASE,
 		.ram_size = vm->mem.size,
@@ -192,6 +191,8 @@ int arch_boot_tables(struct vm *vm, const char *cmdline, uint64_t rd_gpa, uint64
 		.initrd_end = rd_len ? rd_gpa + rd_len : 0,
 		/* Slot 0 is the boot timer's when it is on: the guest finds no device there. */
 		.nr_virtio = vm->virtio_first + vm->nr_virtio,
+		.rng_seed = seed,
+		.rng_seed_len = seed ? BOOT_SEED_LEN : 0,
 	};
 	void *dst = gmem_ptr(&vm->mem, vm->arch.fdt_gpa, ARM64_FDT_MAX);
 	int n;
@@ -199,13 +200,7 @@ int arch_boot_tables(struct vm *vm, const char *cmdline, uint64_t rd_gpa, uint64
 	if (!dst)
 		return husk_seterr(EFAULT, "no RAM for the device tree at 0x%llx",
 				   (unsigned long long)vm->arch.fdt_gpa);
-	/* The guest's entropy pool starts from this seed, not from nothing. */
-	if (getrandom(seed, sizeof(seed), GRND_NONBLOCK) == (ssize_t)sizeof(seed)) {
-		c.rng_seed = seed;
-		c.rng_seed_len = sizeof(seed);
-	}
 	n = fdt_arm64_build(dst, ARM64_FDT_MAX, &c);
-	memset(seed, 0, sizeof(seed));
 	if (n < 0)
 		return n;
 	husk_debug("kernel entry 0x%llx, device tree at 0x%llx (%d bytes), cmdline \"%s\"",

@@ -55,8 +55,14 @@ int arch_load_kernel(struct vm *vm, int fd);
 size_t arch_cmdline_max(const struct vm *vm);
 /* Where an initrd of len bytes goes, given the loaded kernel. */
 int arch_initrd_addr(struct vm *vm, uint64_t len, uint64_t *gpa);
-/* The guest's description of its machine: command line, initrd, CPUs, devices. */
-int arch_boot_tables(struct vm *vm, const char *cmdline, uint64_t rd_gpa, uint64_t rd_len);
+/*
+ * The guest's description of its machine: command line, initrd, CPUs,
+ * devices, and seed (BOOT_SEED_LEN bytes of host entropy for the kernel's
+ * pool; NULL: none).
+ */
+#define BOOT_SEED_LEN	32
+int arch_boot_tables(struct vm *vm, const char *cmdline, uint64_t rd_gpa, uint64_t rd_len,
+		     const uint8_t *seed);
 /*
  * Every vCPU exists, no device yet: what must be complete before devices
  * wire their interrupts (arm64: KVM_ARM_VCPU_INIT and the GIC's init).

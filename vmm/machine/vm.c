@@ -11,6 +11,7 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -150,7 +151,9 @@ static int write_boot_info(struct vm *vm, const struct vm_config *cfg, uint64_t 
 			   uint64_t rd_len)
 {
 	char cmdbuf[CMDLINE_MAX];
+	uint8_t seed[BOOT_SEED_LEN];
 	struct cmdline cl;
+	bool have;
 	int err;
 
 	cmdline_init(&cl, cmdbuf, arch_cmdline_max(vm));
@@ -161,7 +164,11 @@ static int write_boot_info(struct vm *vm, const struct vm_config *cfg, uint64_t 
 		err = cmdline_append(&cl, cfg->cmdline);
 	if (err)
 		return err;
-	return arch_boot_tables(vm, cmdbuf, rd_gpa, rd_len);
+	/* The guest's entropy pool starts from this seed, not from nothing. */
+	have = getrandom(seed, sizeof(seed), GRND_NONBLOCK) == (ssize_t)sizeof(seed);
+	err = arch_boot_tables(vm, cmdbuf, rd_gpa, rd_len, have ? seed : NULL);
+	memset(seed, 0, sizeof(seed));
+	return err;
 }
 
 /*

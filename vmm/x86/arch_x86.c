@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/random.h>
 
 #include "machine/arch.h"
 #include "machine/vm.h"
@@ -98,16 +97,11 @@ int arch_initrd_addr(struct vm *vm, uint64_t len, uint64_t *gpa)
 	return initrd_addr_x86(&vm->mem, &vm->arch.kernel, len, gpa);
 }
 
-int arch_boot_tables(struct vm *vm, const char *cmdline, uint64_t rd_gpa, uint64_t rd_len)
+int arch_boot_tables(struct vm *vm, const char *cmdline, uint64_t rd_gpa, uint64_t rd_len,
+		     const uint8_t *seed)
 {
-	uint8_t seed[32];
-	bool have = getrandom(seed, sizeof(seed), GRND_NONBLOCK) == (ssize_t)sizeof(seed);
-	int err;
-
-	/* The guest's entropy pool starts from this seed, not from nothing. */
-	err = bootparams_write_x86(&vm->mem, &vm->arch.kernel, cmdline, rd_gpa, rd_len,
-				   have ? seed : NULL, sizeof(seed));
-	memset(seed, 0, sizeof(seed));
+	int err = bootparams_write_x86(&vm->mem, &vm->arch.kernel, cmdline, rd_gpa, rd_len,
+				       seed, BOOT_SEED_LEN);
 
 	if (!err)
 		err = mptable_write_x86(&vm->mem, EBDA_GPA, vm->nr_vcpus);
