@@ -233,6 +233,9 @@ START_TEST(snapshot_refused)
 	vm2->dev_cmdline[0] = '\0';
 	ck_assert_int_eq(virtio_mmio_add(vm2, &back, &small_ops, NULL), 0);
 	ck_assert_int_eq(virtio_mmio_restore(&back, snap_find(&s, SNAP_DEVICE, 0)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "queue 0 was saved with 64 entries, "
+				     "this device takes at most 16"));
+	ck_assert_ptr_null(strstr(husk_lasterr(), "slot 0 held"));
 	ck_assert(!back.vq[0].ready);
 	/* Rings outside this VM's RAM. */
 	vm2->nr_virtio = 0;
@@ -240,6 +243,8 @@ START_TEST(snapshot_refused)
 	gmem_init_buffer(&vm2->mem, ram, 0x2000);
 	ck_assert_int_eq(virtio_mmio_add(vm2, &back, &fake_ops, &fake), 0);
 	ck_assert_int_eq(virtio_mmio_restore(&back, snap_find(&s, SNAP_DEVICE, 0)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "queue 0 does not fit this VM: "
+				     "avail ring 0x2000 is not in RAM"));
 	ck_assert(!(back.status & VIRTIO_STATUS_DRIVER_OK));
 	snap_writer_free(&w);
 	free(vm2);

@@ -640,8 +640,12 @@ static int restore_queues(struct virtio_dev *d, const struct snap_section *sec)
 		vq->ready = false;
 		if (!sq.ready)
 			continue;
-		if (sq.size > queue_max(d) || vq_validate(vq))
-			return husk_seterr(EINVAL, "queue %u does not fit this device or RAM: %s",
+		if (sq.size > queue_max(d))
+			return husk_seterr(EINVAL, "queue %u was saved with %u entries, this "
+					   "device takes at most %u", sq.index, sq.size,
+					   queue_max(d));
+		if (vq_validate(vq))
+			return husk_seterr(EINVAL, "queue %u does not fit this VM: %s",
 					   sq.index, husk_lasterr());
 		vq->ready = true;
 	}
