@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <linux/random.h>
 #include <sys/socket.h>
 /* After sys/socket.h: it uses struct sockaddr without including it. */
@@ -33,6 +34,7 @@
 #include <sys/reboot.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/time.h>
 #include <termios.h>
 #include <time.h>
@@ -151,8 +153,26 @@ static void console_stdio(void)
 		close(fd);
 }
 
+/*
+ * A root that came as the initramfs (husk run's default) is the kernel's
+ * rootfs, a tmpfs: read-only from here on, like a root on the disk, for
+ * everyone in the guest. Nothing of the image is written, ever.
+ */
+static void root_read_only(void)
+{
+	struct statfs st;
+
+	if (statfs("/", &st))
+		fatal("statfs /: %s", strerror(errno));
+	if (st.f_type != TMPFS_MAGIC && st.f_type != RAMFS_MAGIC)
+		return;
+	if (mount(NULL, "/", NULL, MS_REMOUNT | MS_RDONLY, NULL))
+		fatal("make the root read-only: %s", strerror(errno));
+}
+
 static void pid1_setup(void)
 {
+	root_read_only();
 	mount_fs("devtmpfs", "/dev", "devtmpfs", MS_NOSUID, "mode=0755");
 	console_stdio();
 	mount_fs("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);

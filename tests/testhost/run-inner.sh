@@ -31,6 +31,18 @@ same "stderr carries its line" $W/err "err"
 
 run "root file system is read-only" 1 -- sh -c 'echo x > /etc/x'
 has "write to / refused" $W/err "Read-only file system"
+run "the default root is the initramfs, read-only" 0 -- grep '^rootfs / rootfs ro' /proc/mounts
+
+# The same tree as an ext4 disk image: the root on virtio-blk.
+DISK=$(dirname "$HUSK")/images/rootfs.ext4
+run "a disk root image (--rootfs ext4) boots the job" 3 --rootfs "$DISK" \
+	-- sh -c 'grep " / " /proc/mounts; echo x > /etc/x; exit 3'
+has "the disk root is ext4 on /dev/vda, read-only" $W/out '^/dev/root / ext4 ro'
+has "and refuses writes" $W/err "Read-only file system"
+# An archive whose header is a lie: the guest kernel finds no init in it.
+{ printf 070701; head -c 4000 /dev/urandom; } >$W/bad.cpio
+run "a broken cpio root image fails cleanly" 125 --timeout 60 --rootfs $W/bad.cpio -- true
+has "and says the guest kernel found no root" $W/err 'guest kernel panic: .*Unable to mount root'
 
 run "workspace is a size-limited tmpfs" 1 --workspace-size 4 \
 	-- sh -c 'dd if=/dev/zero of=/tmp/workspace/fill bs=1M count=8 2>&1; exit 1'

@@ -901,7 +901,7 @@ static int prepare(struct sup *S)
 		err = run_find_image(o->kernel, "HUSK_KERNEL", ARCH_KERNEL_NAME, S->kernel,
 				 sizeof(S->kernel));
 		if (!err)
-			err = run_find_image(o->rootfs, "HUSK_ROOTFS", "rootfs.ext4", S->rootfs,
+			err = run_find_image(o->rootfs, "HUSK_ROOTFS", "rootfs.cpio", S->rootfs,
 					 sizeof(S->rootfs));
 		if (!err && o->template_create)
 			err = run_tpl_begin(&S->tpl, o, S->kernel, S->rootfs);

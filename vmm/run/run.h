@@ -24,9 +24,13 @@
 #define RUN_GUEST_CID 3
 #define RUN_DENIED_KEEP EGRESS_DENIED_MAX
 #define RUN_DNS_REFUSED_KEEP DNS_PROXY_REFUSED_KEEP
+/* A root image on the read-only disk, /dev/vda. */
 #define RUN_CMDLINE "root=/dev/vda ro rootfstype=ext4 init=/sbin/init quiet"
+/* A root image that is a cpio archive: the initramfs, in guest RAM. */
+#define RUN_CMDLINE_RAM "rdinit=/sbin/init quiet"
 /* An imported container image: guest-init where husk put it (image.h). */
 #define RUN_CMDLINE_IMAGE "root=/dev/vda ro rootfstype=ext4 init=/.husk/init quiet"
+#define RUN_CMDLINE_IMAGE_RAM "rdinit=/.husk/init quiet"
 
 struct run_result {
 	int exit_code;			/* what husk exits with */
