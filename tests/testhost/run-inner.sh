@@ -43,6 +43,11 @@ has "and refuses writes" $W/err "Read-only file system"
 { printf 070701; head -c 4000 /dev/urandom; } >$W/bad.cpio
 run "a broken cpio root image fails cleanly" 125 --timeout 60 --rootfs $W/bad.cpio -- true
 has "and says the guest kernel found no root" $W/err 'guest kernel panic: .*Unable to mount root'
+mkfifo $W/fifo
+run "a FIFO as the root image is refused, not waited on" 125 --rootfs $W/fifo -- true
+has "and says why" $W/err 'not a regular file or block device'
+run "a FIFO as the kernel is refused, not waited on" 125 --kernel $W/fifo -- true
+has "and says why" $W/err 'is not a regular file'
 
 run "workspace is a size-limited tmpfs" 1 --workspace-size 4 \
 	-- sh -c 'dd if=/dev/zero of=/tmp/workspace/fill bs=1M count=8 2>&1; exit 1'

@@ -94,7 +94,8 @@ static int create_machine(struct vm *vm)
 static int open_input(const char *what, const char *path, uint64_t max, uint64_t *size)
 {
 	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO is refused below, not waited on for a writer. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 
 	if (fd < 0)
 		return husk_seterr(errno, "cannot open %s %s: %s", what, path, strerror(errno));

@@ -28,6 +28,9 @@ int file_id_of(int fd, struct file_id *id)
 
 	if (fstat(fd, &st) < 0)
 		return husk_seterr(errno, "fstat: %s", strerror(errno));
+	/* An image is read to its end: a FIFO or a terminal would never end. */
+	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
+		return husk_seterr(EINVAL, "not a regular file or block device");
 	id->dev = st.st_dev;
 	id->ino = st.st_ino;
 	id->size = st.st_size;
@@ -463,11 +466,16 @@ static int check_image(const char *what, const char *path, const struct file_id 
 	uint8_t got[SNAP_SHA256_LEN];
 	char hex[2 * SNAP_SHA256_LEN + 1];
 	struct file_id id;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), err;
 
 	if (fd < 0)
 		return husk_seterr(errno, "the %s %s: %s", what, path, strerror(errno));
 	err = file_id_of(fd, &id);
+	if (err) {
+		close(fd);
+		return husk_seterr(-err, "the %s %s is not a regular file or block device",
+				   what, path);
+	}
 	/* Unchanged since the template was made: no need to read it. */
 	if (!err && !memcmp(&id, want, sizeof(id))) {
 		close(fd);

@@ -249,7 +249,8 @@ int virtio_blk_create(struct vm *vm, const char *path, bool read_only)
 	if (!b)
 		return husk_seterr(ENOMEM, "out of memory for the disk device");
 	b->read_only = read_only;
-	b->fd = open(path, (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO must be refused (image_size), not wait for a writer. */
+	b->fd = open(path, (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NONBLOCK);
 	if (b->fd < 0) {
 		err = husk_seterr(errno, "cannot open disk image %s: %s", path, strerror(errno));
 		free(b);
