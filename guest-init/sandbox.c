@@ -154,16 +154,24 @@ void sandbox_session_cgroup(void)
 
 static int last_cap(void)
 {
-	FILE *f = fopen("/proc/sys/kernel/cap_last_cap", "re");
-	int n = -1;
+	int lo = 0, hi = 63, mid;
 
-	if (f) {
-		if (fscanf(f, "%d", &n) != 1)
-			n = -1;
-		fclose(f);
+	/*
+	 * The kernel's last capability: PR_CAPBSET_READ refuses (EINVAL) any
+	 * past it. Not /proc/sys/kernel/cap_last_cap: the job's init reads it
+	 * in its fresh /proc, whose first /proc/sys lookup cost every job's
+	 * start 4-9 ms in the test host. Nothing valid: try them all.
+	 */
+	if (prctl(PR_CAPBSET_READ, 0, 0, 0, 0) < 0)
+		return 63;
+	while (lo < hi) {
+		mid = (lo + hi + 1) / 2;
+		if (prctl(PR_CAPBSET_READ, mid, 0, 0, 0) >= 0)
+			lo = mid;
+		else
+			hi = mid - 1;
 	}
-	/* No /proc: the kernel may know more caps than our headers; try them all. */
-	return n >= 0 && n < 64 ? n : 63;
+	return lo;
 }
 
 /*
