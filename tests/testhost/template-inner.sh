@@ -28,6 +28,10 @@ run "template ls --json" 0 template ls $T --json
 has "ls --json" $W/out '"name":"base","ok":true'
 run "a second template of that name is refused" 125 template create base $T
 has "the reason" $W/err "exists already"
+mkfifo $W/fifo
+run "a FIFO as a template's root image is refused, not waited on" 125 \
+	template create fifo $T --rootfs $W/fifo
+has "the reason" $W/err "is not a regular file or block device"
 created=$(date +%s)
 
 # ---- twenty jobs from it, each right
