@@ -86,18 +86,11 @@ int run_tpl_open(struct run_tpl *T, struct run_opts *o, char *rootfs, size_t len
 static int digest_file(const char *what, const char *path, uint8_t sha[SNAP_SHA256_LEN],
 		       struct file_id *id)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), err;
+	int fd = template_image_open(what, path, id), err;
 
 	if (fd < 0)
-		return husk_seterr(errno, "the %s %s: %s", what, path, strerror(errno));
-	err = file_id_of(fd, id);
-	if (err) {
-		close(fd);
-		return husk_seterr(-err, "the %s %s is not a regular file or block device",
-				   what, path);
-	}
-	if (!err)
-		err = digest_sha256_fd(fd, 0, UINT64_MAX, -1, sha);
+		return fd;
+	err = digest_sha256_fd(fd, 0, UINT64_MAX, -1, sha);
 	close(fd);
 	return err;
 }

@@ -22,21 +22,46 @@
 #define MEMORY_FILE "memory"
 #define PAGE 4096u
 
+static void id_of_stat(const struct stat *st, struct file_id *id)
+{
+	id->dev = st->st_dev;
+	id->ino = st->st_ino;
+	id->size = st->st_size;
+	id->mtime_ns = (uint64_t)st->st_mtim.tv_sec * 1000000000u + st->st_mtim.tv_nsec;
+	id->ctime_ns = (uint64_t)st->st_ctim.tv_sec * 1000000000u + st->st_ctim.tv_nsec;
+}
+
 int file_id_of(int fd, struct file_id *id)
 {
 	struct stat st;
 
 	if (fstat(fd, &st) < 0)
 		return husk_seterr(errno, "fstat: %s", strerror(errno));
-	/* An image is read to its end: a FIFO or a terminal would never end. */
-	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
-		return husk_seterr(EINVAL, "not a regular file or block device");
-	id->dev = st.st_dev;
-	id->ino = st.st_ino;
-	id->size = st.st_size;
-	id->mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000u + st.st_mtim.tv_nsec;
-	id->ctime_ns = (uint64_t)st.st_ctim.tv_sec * 1000000000u + st.st_ctim.tv_nsec;
+	id_of_stat(&st, id);
 	return 0;
+}
+
+int template_image_open(const char *what, const char *path, struct file_id *id)
+{
+	/* O_NONBLOCK: a FIFO is refused below, not waited on for a writer. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	struct stat st;
+	int e;
+
+	if (fd < 0)
+		return husk_seterr(errno, "the %s %s: %s", what, path, strerror(errno));
+	if (fstat(fd, &st) < 0) {
+		e = errno;
+		close(fd);
+		return husk_seterr(e, "the %s %s: %s", what, path, strerror(e));
+	}
+	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
+		close(fd);
+		return husk_seterr(EINVAL, "the %s %s is not a regular file or block device",
+				   what, path);
+	}
+	id_of_stat(&st, id);
+	return fd;
 }
 
 int template_name_check(const char *name)
@@ -466,23 +491,16 @@ static int check_image(const char *what, const char *path, const struct file_id 
 	uint8_t got[SNAP_SHA256_LEN];
 	char hex[2 * SNAP_SHA256_LEN + 1];
 	struct file_id id;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), err;
+	int fd = template_image_open(what, path, &id), err;
 
 	if (fd < 0)
-		return husk_seterr(errno, "the %s %s: %s", what, path, strerror(errno));
-	err = file_id_of(fd, &id);
-	if (err) {
-		close(fd);
-		return husk_seterr(-err, "the %s %s is not a regular file or block device",
-				   what, path);
-	}
+		return fd;
 	/* Unchanged since the template was made: no need to read it. */
-	if (!err && !memcmp(&id, want, sizeof(id))) {
+	if (!memcmp(&id, want, sizeof(id))) {
 		close(fd);
 		return 0;
 	}
-	if (!err)
-		err = digest_sha256_fd(fd, 0, UINT64_MAX, -1, got);
+	err = digest_sha256_fd(fd, 0, UINT64_MAX, -1, got);
 	close(fd);
 	if (err)
 		return err;

@@ -54,6 +54,13 @@ struct file_id {
 	uint64_t dev, ino, size, mtime_ns, ctime_ns;
 };
 int file_id_of(int fd, struct file_id *id);
+/*
+ * Open a template's image (kernel, root) to be read to its end: a regular
+ * file or a block device, never a FIFO waited on for a writer; its
+ * identity in *id. The fd, or -errno with husk_lasterr() naming what and
+ * path.
+ */
+int template_image_open(const char *what, const char *path, struct file_id *id);
 
 /* What a template says about itself (from its META, HOST, MEMORY sections). */
 struct template_meta {
