@@ -129,6 +129,8 @@ def summarise(runs, names):
         if t.get("init") is not None and t.get("first_kvm_run") is not None:
             one["guest.first_kvm_run_to_init"] = (t["init"] - t["first_kvm_run"]) / 1000.0
             one["total.init"] = t["init"] / 1000.0
+            if "host.exec" in one:
+                one["spawn.init"] = one["host.exec"] + one["total.init"]
         kp, per = kernel_phases(r["kmsg"], names)
         for k, v in (kp or {}).items():
             one["kernel." + k] = v
@@ -152,6 +154,9 @@ def summarise(runs, names):
         for k in ("first_kvm_run", "job_start", "vm_exit", "teardown"):
             if t.get(k) is not None:
                 one["total." + k] = t[k] / 1000.0
+        ex = r.get("timer", {}).get("exit_us", "")
+        if ex.isdigit():
+            one["spawn.exit"] = int(ex) / 1000.0
         s["run"][i] = one
     return s
 
@@ -180,6 +185,24 @@ def table(title, per_run, keys, prev=None):
         if prev is not None and k in prev:
             line += " %10.2f %7.2f" % (prev[k], med / prev[k] if prev[k] else float("nan"))
         print(line)
+
+
+def end_to_end(s):
+    """husk run -- true from its spawn to its exit, over husk boot's time from
+    its spawn to init: both runs of a pair came one after the other."""
+    boot = [r["spawn.init"] for r in s["boot"].values() if "spawn.init" in r]
+    run = [r["spawn.exit"] for r in s["run"].values() if "spawn.exit" in r]
+    pairs = [s["run"][i]["spawn.exit"] / s["boot"][i]["spawn.init"] for i in s["run"]
+             if i in s["boot"] and "spawn.exit" in s["run"][i] and "spawn.init" in s["boot"][i]]
+    if not boot or not run:
+        return
+    mb, mr = stat(boot)[0], stat(run)[0]
+    print()
+    print("husk run -- true, spawn to exit, over husk boot, spawn to init")
+    print("  medians: %.1f over %.1f ms = %.2fx" % (mr, mb, mr / mb))
+    if pairs:
+        print("  per interleaved pair: median %.2fx (%.2f-%.2fx, %d pairs)" %
+              (stat(pairs)[0], min(pairs), max(pairs), len(pairs)))
 
 
 def medians(per_run):
@@ -226,6 +249,7 @@ def main():
     table("husk run: as the host saw it", s["run"],
           ["after.init", "after.job_start", "after.job_end", "after.vm_exit", "after.teardown",
            "total.first_kvm_run", "total.job_start", "total.vm_exit", "total.teardown"], pr)
+    end_to_end(s)
     if failed:
         print("\nruns of husk run that failed: %s" % ", ".join(map(str, sorted(failed))))
         for i in sorted(failed):
