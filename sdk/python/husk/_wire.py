@@ -10,11 +10,12 @@ checked before it is believed.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from . import errors
 
@@ -43,6 +44,29 @@ def unb64(value: Any) -> bytes:
         return base64.b64decode(value, validate=True)
     except ValueError as e:
         raise errors.ProtocolError("\"data\" is not valid base64: %s" % e) from None
+
+
+class RequestGuard:
+    """A connection whose request may be abandoned half way (an error on
+    our side, a cancelled task, a stream not read to its end) leaves
+    answers on the wire: it is then ``broken`` and not used again."""
+
+    broken = False
+
+    @contextlib.contextmanager
+    def request(self) -> Iterator[None]:
+        """Marks the connection broken if the request ends by an exception
+        before its final line was read (the daemon's own errors are final
+        lines, and leave it whole)."""
+        try:
+            yield
+        except errors.HuskError as e:
+            if e.code == "" or e.code in ("timeout", "exit"):
+                self.broken = True
+            raise
+        except BaseException:
+            self.broken = True
+            raise
 
 
 def encode(req_id: int, op: str, fields: dict[str, Any]) -> bytes:

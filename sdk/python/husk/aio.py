@@ -21,7 +21,7 @@ from . import _tar, _wire, errors
 from ._wire import CommandResult, Event, OutputFn
 
 
-class Connection:
+class Connection(_wire.RequestGuard):
     """One connection to the daemon (``await Connection.open()``)."""
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
@@ -78,14 +78,21 @@ class Connection:
 
     async def call(self, op: str, **fields: Any) -> dict[str, Any]:
         rid = await self.send(op, fields)
-        while True:
-            msg = await self.recv(rid)
-            if _wire.is_final(msg):
-                return _wire.check_final(msg, op)
+        with self.request():
+            while True:
+                msg = await self.recv(rid)
+                if _wire.is_final(msg):
+                    return _wire.check_final(msg, op)
 
     async def command(self, op: str, fields: dict[str, Any], cmd: _wire.Command,
                       stdin: Any = None) -> AsyncIterator[Event]:
         rid = await self.send(op, fields)
+        with self.request():
+            async for ev in self._command(op, rid, cmd, stdin):
+                yield ev
+
+    async def _command(self, op: str, rid: int, cmd: _wire.Command,
+                       stdin: Any) -> AsyncIterator[Event]:
         feed = _wire.StdinFeed(op, rid, stdin)
         while not cmd.done:
             msg = await self.recv_any()
@@ -148,7 +155,8 @@ class Sandbox:
     async def close(self) -> dict[str, Any]:
         if self.conn is None:
             return {}
-        conn, self.conn = self.conn, None
+        conn = await self._c()
+        self.conn = None
         try:
             return (await conn.call("destroy", sandbox=self.id)).get("record") or {}
         except (errors.NotFound, errors.ConnectionFailed):
@@ -159,7 +167,8 @@ class Sandbox:
     async def kill(self) -> None:
         if self.conn is None:
             return
-        conn, self.conn = self.conn, None
+        conn = await self._c()
+        self.conn = None
         try:
             await conn.call("kill", sandbox=self.id)
         except errors.NotFound:
@@ -167,10 +176,14 @@ class Sandbox:
         finally:
             await conn.close()
 
-    def _c(self) -> Connection:
+    async def _c(self) -> Connection:
         if self.conn is None:
             raise errors.SandboxGone("the sandbox is not open (use it in an async with block)",
                                      code="not-found")
+        if self.conn.broken:
+            # The session outlives its connection: go on with a new one.
+            await self.conn.close()
+            self.conn = await Connection.open(self._path)
         return self.conn
 
     def _exec_fields(self, cmd: str | Sequence[str], env: dict[str, str] | None,
@@ -182,8 +195,9 @@ class Sandbox:
                      cwd: str | None = None, timeout: float | None = None,
                      stdin: Any = None) -> AsyncIterator[Event]:
         c = _wire.Command("exec", keep=False)
-        async for ev in self._c().command("exec", self._exec_fields(cmd, env, cwd, timeout,
-                                                                    stdin), c, stdin):
+        conn = await self._c()
+        async for ev in conn.command("exec", self._exec_fields(cmd, env, cwd, timeout, stdin),
+                                     c, stdin):
             yield ev
 
     async def run(self, cmd: str | Sequence[str], *, env: dict[str, str] | None = None,
@@ -191,8 +205,9 @@ class Sandbox:
                   on_stdout: OutputFn | None = None, on_stderr: OutputFn | None = None,
                   check: bool = False) -> CommandResult:
         c = _wire.Command("exec", on_stdout, on_stderr)
-        async for _ in self._c().command("exec", self._exec_fields(cmd, env, cwd, timeout,
-                                                                   stdin), c, stdin):
+        conn = await self._c()
+        async for _ in conn.command("exec", self._exec_fields(cmd, env, cwd, timeout, stdin),
+                                    c, stdin):
             pass
         c.result.sandbox = self.id
         return c.finish(check)
@@ -202,7 +217,7 @@ class Sandbox:
         return await self.run(_wire.run_code_argv(language), stdin=source, **kw)
 
     async def _put(self, entries: Any) -> None:
-        conn = self._c()
+        conn = await self._c()
         name = "sdk-%d" % id(entries)
         pending = b""
         for chunk in _tar.tar_stream(entries):
@@ -223,19 +238,20 @@ class Sandbox:
         await self._put(_tar.entries_of_dir(local_dir, dest))
 
     async def _get(self, path: str, sink: _tar.Sink, max_bytes: int) -> None:
-        conn = self._c()
+        conn = await self._c()
         reader = _tar.TarReader(sink, max_bytes=max_bytes)
         rid = await conn.send("get", {"sandbox": self.id, "path": path})
-        while True:
-            msg = await conn.recv(rid)
-            if _wire.is_final(msg):
-                _wire.check_final(msg, "get")
-                break
-            if msg.get("event") == "files":
-                data = _wire.unb64(msg.get("data"))
-                if data:
-                    reader.feed(data)
-        reader.finish()
+        with conn.request():
+            while True:
+                msg = await conn.recv(rid)
+                if _wire.is_final(msg):
+                    _wire.check_final(msg, "get")
+                    break
+                if msg.get("event") == "files":
+                    data = _wire.unb64(msg.get("data"))
+                    if data:
+                        reader.feed(data)
+            reader.finish()
 
     async def read(self, path: str, max_bytes: int = 256 << 20) -> bytes:
         sink = _tar.MemorySink(path, max_bytes)
@@ -259,7 +275,7 @@ class Sandbox:
     async def policy(self, allow: Sequence[str] | None = None,
                      allow_hosts: Sequence[str] | None = None,
                      deny: Sequence[str] | None = None) -> dict[str, list[str]]:
-        fin = await self._c().call(
+        fin = await (await self._c()).call(
             "policy", sandbox=self.id, allow=list(allow) if allow is not None else None,
             allow_host=list(allow_hosts) if allow_hosts is not None else None,
             deny=list(deny) if deny is not None else None)

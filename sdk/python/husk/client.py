@@ -8,7 +8,6 @@ fresh sandbox of its own (the daemon's ``run``).
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import os
 import socket as _socket
@@ -18,7 +17,7 @@ from . import _tar, _wire, errors
 from ._wire import CommandResult, Event, OutputFn
 
 
-class Connection:
+class Connection(_wire.RequestGuard):
     """One Unix-socket connection to the daemon; one request at a time."""
 
     def __init__(self, path: str | None = None, timeout: float | None = None) -> None:
@@ -26,15 +25,12 @@ class Connection:
         self._ids = itertools.count(1)
         self._lines = _wire.LineSplitter()
         self._queue: list[bytes] = []
-        # A request abandoned half way (an error on our side, a stream not
-        # read to its end) leaves answers on the wire: the connection is not
-        # used again.
-        self.broken = False
+        self.sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         try:
-            self.sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
             self.sock.settimeout(timeout)
             self.sock.connect(self.path)
         except OSError as e:
+            self.sock.close()
             raise errors.ConnectionFailed("cannot reach husk serve at %s: %s" %
                                           (self.path, e.strerror or e)) from None
 
@@ -80,21 +76,6 @@ class Connection:
                 msg = self.recv(rid)
                 if _wire.is_final(msg):
                     return _wire.check_final(msg, op)
-
-    @contextlib.contextmanager
-    def request(self) -> Iterator[None]:
-        """Marks the connection broken if the request ends by an exception
-        before its final line was read (the daemon's own errors are final
-        lines, and leave it whole)."""
-        try:
-            yield
-        except errors.HuskError as e:
-            if e.code == "" or e.code in ("timeout", "exit"):
-                self.broken = True
-            raise
-        except BaseException:
-            self.broken = True
-            raise
 
     def command(self, op: str, fields: dict[str, Any], cmd: _wire.Command,
                 stdin: Any = None) -> Iterator[Event]:

@@ -355,6 +355,19 @@ class Async(Base):
         self.assertEqual(echoed.stdout, b"z" * 100000)
         self.assertEqual(one.exit_code, 0)
 
+    def test_a_broken_request_does_not_break_the_sandbox(self) -> None:
+        # An answer that is not the protocol ends that request; the
+        # sandbox goes on over a new connection, and is destroyed at the end.
+        async def main():
+            async with husk.aio.Sandbox("base", socket=self.d.path) as sb:
+                self.d.mode = {"wrong_re": True}
+                with self.assertRaises(husk.ProtocolError):
+                    await sb.run("true")
+                self.d.mode = {}
+                return (await sb.run(["echo", "b"])).text
+        self.assertEqual(asyncio.run(main()), "ran echo b\n")
+        self.assertEqual([q["op"] for q in self.d.requests], ["create", "exec", "exec", "destroy"])
+
     def test_errors(self) -> None:
         self.d.mode["error_create"] = ("shutting-down", "draining")
 
