@@ -17,7 +17,7 @@ from ._wire import CommandResult, Event
 from .client import Connection, Sandbox, health, run
 from .errors import (BadRequest, Busy, CommandFailed, Conflict, ConnectionFailed, Failed,
                      HuskError, Internal, NotFound, PolicyDenied, ProtocolError, SandboxGone,
-                     ShuttingDown, Timeout, Unsupported)
+                     ShuttingDown, TargetExists, Timeout, Unsupported)
 
 __version__ = "0.1.0"
 
@@ -25,5 +25,5 @@ __all__ = [
     "Sandbox", "run", "health", "Connection", "CommandResult", "Event",
     "HuskError", "ConnectionFailed", "ProtocolError", "BadRequest", "Unsupported",
     "NotFound", "SandboxGone", "Busy", "Conflict", "Failed", "ShuttingDown", "Internal",
-    "PolicyDenied", "Timeout", "CommandFailed",
+    "PolicyDenied", "Timeout", "CommandFailed", "TargetExists",
 ]

@@ -46,6 +46,16 @@ def unb64(value: Any) -> bytes:
         raise errors.ProtocolError("\"data\" is not valid base64: %s" % e) from None
 
 
+def files_data(msg: dict[str, Any], path: str) -> bytes:
+    """The archive bytes a get's event carries (b"" for other events)."""
+    if msg.get("event") != "files":
+        return b""
+    if msg.get("path") != path:
+        raise errors.ProtocolError("files of %.200r while %.200r was asked for" %
+                                   (msg.get("path"), path))
+    return unb64(msg.get("data"))
+
+
 class RequestGuard:
     """A connection whose request may be abandoned half way (an error on
     our side, a cancelled task, a stream not read to its end) leaves

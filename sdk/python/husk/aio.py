@@ -18,6 +18,7 @@ import os
 from typing import Any, AsyncIterator, Sequence
 
 from . import _tar, _wire, errors
+from ._get import Download
 from ._wire import CommandResult, Event, OutputFn
 
 
@@ -239,7 +240,7 @@ class Sandbox:
 
     async def _get(self, path: str, sink: _tar.Sink, max_bytes: int) -> None:
         conn = await self._c()
-        reader = _tar.TarReader(sink, max_bytes=max_bytes)
+        reader = _tar.TarReader(sink, max_bytes=max_bytes, only=path)
         rid = await conn.send("get", {"sandbox": self.id, "path": path})
         with conn.request():
             while True:
@@ -247,26 +248,25 @@ class Sandbox:
                 if _wire.is_final(msg):
                     _wire.check_final(msg, "get")
                     break
-                if msg.get("event") == "files":
-                    data = _wire.unb64(msg.get("data"))
-                    if data:
-                        reader.feed(data)
+                data = _wire.files_data(msg, path)
+                if data:
+                    reader.feed(data)
             reader.finish()
 
     async def read(self, path: str, max_bytes: int = 256 << 20) -> bytes:
-        sink = _tar.MemorySink(path, max_bytes)
-        await self._get(path, sink, max_bytes)
+        want = _tar.clean_name(path)
+        sink = _tar.MemorySink(want, max_bytes)
+        await self._get(want, sink, max_bytes)
         if not sink.found:
-            raise errors.HuskError("%s is not a regular file" % path)
+            raise errors.HuskError("%s does not exist in the workspace" % want)
         return bytes(sink.out)
 
-    async def download(self, path: str, local_dir: str, max_bytes: int = 1 << 30) -> list[str]:
-        sink = _tar.DirSink(local_dir)
-        try:
-            await self._get(path, sink, max_bytes)
-        finally:
-            sink.close()
-        return sink.written
+    async def download(self, path: str, local_dir: str, max_bytes: int = 1 << 30, *,
+                       keep_modes: bool = False, overwrite: bool = False) -> list[str]:
+        want = _tar.clean_name(path)
+        with Download(local_dir, want, keep_modes, overwrite) as d:
+            await self._get(want, d.sink, max_bytes)
+            return d.commit()
 
     async def files(self, path: str = ".") -> list[str]:
         r = await self.run(["ls", "-A", path], check=True)

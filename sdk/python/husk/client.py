@@ -14,6 +14,7 @@ import socket as _socket
 from typing import Any, Iterator, Sequence
 
 from . import _tar, _wire, errors
+from ._get import Download
 from ._wire import CommandResult, Event, OutputFn
 
 
@@ -258,8 +259,10 @@ class Sandbox:
         self._put(_tar.entries_of_dir(local_dir, dest))
 
     def _get(self, path: str, sink: _tar.Sink, max_bytes: int) -> None:
+        """The archive of the workspace path (a clean name) into sink:
+        only that path and what lies below it is taken."""
         conn = self._c()
-        reader = _tar.TarReader(sink, max_bytes=max_bytes)
+        reader = _tar.TarReader(sink, max_bytes=max_bytes, only=path)
         rid = conn.send("get", {"sandbox": self.id, "path": path})
         with conn.request():
             while True:
@@ -267,29 +270,29 @@ class Sandbox:
                 if _wire.is_final(msg):
                     _wire.check_final(msg, "get")
                     break
-                if msg.get("event") == "files":
-                    data = _wire.unb64(msg.get("data"))
-                    if data:
-                        reader.feed(data)
+                data = _wire.files_data(msg, path)
+                if data:
+                    reader.feed(data)
             reader.finish()
 
     def read(self, path: str, max_bytes: int = 256 << 20) -> bytes:
         """A workspace file's bytes (at most max_bytes)."""
-        sink = _tar.MemorySink(path, max_bytes)
-        self._get(path, sink, max_bytes)
+        want = _tar.clean_name(path)
+        sink = _tar.MemorySink(want, max_bytes)
+        self._get(want, sink, max_bytes)
         if not sink.found:
-            raise errors.HuskError("%s is not a regular file" % path)
+            raise errors.HuskError("%s does not exist in the workspace" % want)
         return bytes(sink.out)
 
-    def download(self, path: str, local_dir: str, max_bytes: int = 1 << 30) -> list[str]:
-        """Copy a workspace path (file or directory) into a host directory,
-        streamed; nothing there is replaced. Returns the files written."""
-        sink = _tar.DirSink(local_dir)
-        try:
-            self._get(path, sink, max_bytes)
-        finally:
-            sink.close()
-        return sink.written
+    def download(self, path: str, local_dir: str, max_bytes: int = 1 << 30, *,
+                 keep_modes: bool = False, overwrite: bool = False) -> list[str]:
+        """Copy a workspace path (file or directory) into a host directory as
+        ``local_dir/path``, all or nothing, by the rules of ``husk run --get``
+        (docs/python.md). Returns the files written."""
+        want = _tar.clean_name(path)
+        with Download(local_dir, want, keep_modes, overwrite) as d:
+            self._get(want, d.sink, max_bytes)
+            return d.commit()
 
     def files(self, path: str = ".") -> list[str]:
         """Names in a workspace directory (``ls -A``)."""

@@ -38,6 +38,11 @@ class ProtocolError(HuskError):
     """The daemon sent something that is not the protocol."""
 
 
+class TargetExists(HuskError):
+    """A download would replace a name that exists in its host directory
+    (and ``overwrite`` was not given): nothing was copied."""
+
+
 class BadRequest(HuskError):
     code = "bad-request"
 

@@ -43,12 +43,15 @@ class FakeDaemon:
         self.requests: list[dict[str, Any]] = []
         self.line_lengths: list[int] = []
         self.mode: dict[str, Any] = {}
+        self.gets: list[str] = []
+        self.hung = threading.Event()   # set to end a get_hang
         self.sandboxes = 0
         self.alive = True
         threading.Thread(target=self._accept, daemon=True).start()
 
     def close(self) -> None:
         self.alive = False
+        self.hung.set()
         try:
             self.srv.close()
             os.unlink(self.path)
@@ -169,6 +172,7 @@ class FakeDaemon:
             self._send(c, re, ok=True)
         elif op == "get":
             path = req["path"]
+            self.gets.append(path)
             data = m.get("archive")
             if data is None:
                 if path not in self.files:
@@ -177,10 +181,23 @@ class FakeDaemon:
                 ti = tarfile.TarInfo(path)
                 ti.size = len(self.files[path])
                 data = targz([(ti, self.files[path])])
-            for i in range(0, len(data), 4096):
-                self._send(c, re, event="files", path=path, data=b64(data[i:i + 4096]))
+            # get_cut: stop after that many bytes, then hang up (or hang).
+            cut = m.get("get_cut")
+            for i in range(0, len(data) if cut is None else cut, 4096):
+                end = i + 4096 if cut is None else min(i + 4096, cut)
+                self._send(c, re, event="files", path=m.get("files_path", path),
+                           data=b64(data[i:end]))
+            if cut is not None:
+                if m.get("get_hang"):
+                    self.hung.wait(30)
+                return False
             self._send(c, re, event="files", path=path, data="")
-            self._send(c, re, ok=True)
+            if m.get("get_hook"):
+                m["get_hook"]()
+            if m.get("get_error"):
+                self._err(c, re, *m["get_error"])
+            else:
+                self._send(c, re, ok=True)
         elif op == "policy":
             if any("bad" in x for x in req.get("allow", [])):
                 self._err(c, re, "bad-request", "allow: not a rule")
