@@ -2,7 +2,9 @@
 and reads them (regular files and directories; GNU 'L' entries for long
 names), without holding a file whole in memory.
 
-Writing is a generator of compressed chunks. Reading is fed compressed chunks as they arrive and treats the
+Writing is a generator of compressed chunks; a host tree is walked as
+``husk run --put`` walks it (nothing followed, links and special files
+skipped). Reading is fed compressed chunks as they arrive and treats the
 archive as hostile, with the rules of husk's own extractor
 (vmm/job/tar.c): ustar headers only, checked names (no absolute names, no
 "." or ".." or empty components), only the requested path and what lies
@@ -12,10 +14,11 @@ entries and inflate ratio bounded. Where the files land is _get.py's.
 
 from __future__ import annotations
 
+import errno
+import io
 import os
 import stat
 import tarfile
-import io
 import tempfile
 import time
 import zlib
@@ -46,6 +49,8 @@ def _header(name: str, size: int, mode: int, kind: bytes, mtime: float) -> bytes
 def _sized(src: Any) -> tuple[IO[bytes], int, bool]:
     """A readable binary file of known size for src (bytes, str, path-like
     or a file object), and whether it is ours to close."""
+    if isinstance(src, _Opened):
+        return src.f, src.size, True
     if isinstance(src, str):
         src = src.encode()
     if isinstance(src, (bytes, bytearray, memoryview)):
@@ -85,33 +90,62 @@ class _Gz:
 
 
 def entries_of_dir(root: str, dest: str = "") -> Iterator[tuple[str, Any]]:
-    """(name, path or None for a directory) for a host tree, sorted; links,
-    devices and FIFOs are skipped, as ``husk run --put`` does."""
+    """(name, open file or None for a directory) for a host tree, sorted,
+    as ``husk run --put`` walks it: every entry opened relative to its
+    directory without following a link, and checked to be what was listed
+    (a tree changed under the walk is an error); links, devices, FIFOs and
+    sockets are skipped."""
     top = os.path.abspath(root)
     base = clean_name(dest) if dest else os.path.basename(top.rstrip("/")) or "."
-    yield base, None
-    for dirpath, dirs, files in os.walk(top):
-        dirs.sort()
-        rel = os.path.relpath(dirpath, top)
-        pre = base if rel == "." else base + "/" + rel.replace(os.sep, "/")
-        keep = []
-        for d in dirs:
-            if not os.path.islink(os.path.join(dirpath, d)):
-                keep.append(d)
-                yield pre + "/" + d, None
-        dirs[:] = keep
-        for f in sorted(files):
-            p = os.path.join(dirpath, f)
-            if stat.S_ISREG(os.lstat(p).st_mode):
-                yield pre + "/" + f, _PathSrc(p)
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        yield base, None
+        yield from _walk(fd, base)
+    finally:
+        os.close(fd)
 
 
-class _PathSrc(os.PathLike):
-    def __init__(self, p: str) -> None:
-        self.p = p
+class _Opened:
+    """A host file opened by the walk; tar_stream reads and closes it."""
 
-    def __fspath__(self) -> str:
-        return self.p
+    def __init__(self, f: IO[bytes], size: int) -> None:
+        self.f, self.size = f, size
+
+
+def _open_entry(dfd: int, name: str, path: str, pre: os.stat_result) -> int:
+    """name below dfd, opened without following a link or blocking (it
+    may have become a FIFO), and still the entry that was listed."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY |
+                     os.O_CLOEXEC, dir_fd=dfd)
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.ENOENT, errno.ENOTDIR, errno.ENXIO):
+            raise errors.HuskError("%s changed while it was uploaded (%s)" %
+                                   (path, e.strerror)) from None
+        raise OSError(e.errno, e.strerror, path) from None
+    st = os.fstat(fd)
+    if (st.st_dev, st.st_ino, stat.S_IFMT(st.st_mode)) != \
+            (pre.st_dev, pre.st_ino, stat.S_IFMT(pre.st_mode)):
+        os.close(fd)
+        raise errors.HuskError("%s changed while it was uploaded" % path)
+    return fd
+
+
+def _walk(dfd: int, pre: str) -> Iterator[tuple[str, Any]]:
+    for n in sorted(os.listdir(dfd)):
+        name = pre + "/" + n
+        st = os.stat(n, dir_fd=dfd, follow_symlinks=False)
+        if stat.S_ISDIR(st.st_mode):
+            sub = _open_entry(dfd, n, name, st)
+            try:
+                yield name, None
+                yield from _walk(sub, name)
+            finally:
+                os.close(sub)
+        elif stat.S_ISREG(st.st_mode):
+            fd = _open_entry(dfd, n, name, st)
+            os.set_blocking(fd, True)
+            yield name, _Opened(os.fdopen(fd, "rb"), os.fstat(fd).st_size)
 
 
 def tar_stream(entries: Iterable[tuple[str, Any]]) -> Iterator[bytes]:

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from . import errors
+from . import _tar, errors
 
 PROTOCOL_VERSION = 1
 DEFAULT_SOCKET = "/run/husk/serve.sock"
@@ -27,6 +27,18 @@ MAX_LINE = 8 << 20
 # What one put request carries (base64 grows it by a third; the daemon
 # takes lines of up to 4 MiB).
 PUT_CHUNK = 1 << 20
+
+
+def put_chunks(entries: Any) -> Iterator[tuple[bytes, bool]]:
+    """The data of a put stream's requests for entries (as tar_stream takes
+    them): PUT_CHUNK pieces, each with whether more follow."""
+    pending = b""
+    for chunk in _tar.tar_stream(entries):
+        pending += chunk
+        while len(pending) >= PUT_CHUNK:
+            yield pending[:PUT_CHUNK], True
+            pending = pending[PUT_CHUNK:]
+    yield pending, False
 
 
 def socket_path(path: str | None) -> str:

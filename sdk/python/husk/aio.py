@@ -13,6 +13,7 @@ the moving of bytes differs.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import os
 from typing import Any, AsyncIterator, Sequence
@@ -220,14 +221,22 @@ class Sandbox:
     async def _put(self, entries: Any) -> None:
         conn = await self._c()
         name = "sdk-%d" % id(entries)
-        pending = b""
-        for chunk in _tar.tar_stream(entries):
-            pending += chunk
-            while len(pending) >= _wire.PUT_CHUNK:
-                await conn.call("put", sandbox=self.id, stream=name, more=True,
-                                data=_wire.b64(pending[:_wire.PUT_CHUNK]))
-                pending = pending[_wire.PUT_CHUNK:]
-        await conn.call("put", sandbox=self.id, stream=name, data=_wire.b64(pending))
+        chunks = _wire.put_chunks(entries)
+        sent = False
+        while True:
+            try:
+                data, more = next(chunks)
+            except StopIteration:
+                return
+            except BaseException:
+                # As in the sync client: end the stream the daemon holds.
+                if sent and not conn.broken:
+                    with contextlib.suppress(errors.HuskError):
+                        await conn.call("put", sandbox=self.id, stream=name, data="")
+                raise
+            await conn.call("put", sandbox=self.id, stream=name, more=more or None,
+                            data=_wire.b64(data))
+            sent = True
 
     async def write(self, path: str, data: bytes | str | Any) -> None:
         _tar.clean_name(path)

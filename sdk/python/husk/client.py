@@ -8,6 +8,7 @@ fresh sandbox of its own (the daemon's ``run``).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import socket as _socket
@@ -235,14 +236,24 @@ class Sandbox:
     def _put(self, entries: Any) -> None:
         conn = self._c()
         name = "sdk-%d" % id(entries)
-        pending = b""
-        for chunk in _tar.tar_stream(entries):
-            pending += chunk
-            while len(pending) >= _wire.PUT_CHUNK:
-                conn.call("put", sandbox=self.id, stream=name, more=True,
-                          data=_wire.b64(pending[:_wire.PUT_CHUNK]))
-                pending = pending[_wire.PUT_CHUNK:]
-        conn.call("put", sandbox=self.id, stream=name, data=_wire.b64(pending))
+        chunks = _wire.put_chunks(entries)
+        sent = False
+        while True:
+            try:
+                data, more = next(chunks)
+            except StopIteration:
+                return
+            except BaseException:
+                # The host side failed half way (a file that changed, an
+                # interrupt): end the stream with the broken archive it is,
+                # which the daemon refuses, so the sandbox takes the next put.
+                if sent and not conn.broken:
+                    with contextlib.suppress(errors.HuskError):
+                        conn.call("put", sandbox=self.id, stream=name, data="")
+                raise
+            conn.call("put", sandbox=self.id, stream=name, more=more or None,
+                      data=_wire.b64(data))
+            sent = True
 
     def write(self, path: str, data: bytes | str | Any) -> None:
         """Write a file into the workspace (path relative to it): bytes, text,
@@ -253,7 +264,8 @@ class Sandbox:
 
     def upload(self, local_dir: str, dest: str = "") -> None:
         """Copy a host directory into the workspace (as ``dest``, default its
-        own name). Symbolic links and special files are skipped."""
+        own name). Symbolic links and special files are skipped; nothing is
+        followed, and an entry that changes while it is walked is an error."""
         if not os.path.isdir(local_dir):
             raise NotADirectoryError(local_dir)
         self._put(_tar.entries_of_dir(local_dir, dest))

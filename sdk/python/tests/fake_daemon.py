@@ -88,6 +88,14 @@ class FakeDaemon:
     def _err(self, c: socket.socket, re: Any, code: str, msg: str, **kw: Any) -> None:
         self._send(c, re, error={"code": code, "message": msg}, **kw)
 
+    def _unpack(self, data: bytes) -> None:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as t:
+            for ti in t:
+                if ti.isfile():
+                    self.files[ti.name] = t.extractfile(ti).read()
+                elif ti.isdir():
+                    self.files.setdefault(ti.name + "/", b"")
+
     def _command_events(self, c: socket.socket, re: Any, argv: list[str]) -> None:
         m = self.mode
         self._send(c, re, event="started", start="pool")
@@ -159,16 +167,19 @@ class FakeDaemon:
                 self._send(c, target, ok=True, exit_code=0)
                 del self.execs[target]
         elif op == "put":
-            s = self.puts.setdefault(req.get("stream") or "", bytearray())
+            name = req.get("stream") or ""
+            if any(k != name for k in self.puts):
+                self._err(c, re, "conflict", "another put is open in this sandbox")
+                return True
+            s = self.puts.setdefault(name, bytearray())
             s += base64.b64decode(req["data"])
             if not req.get("more"):
-                with tarfile.open(fileobj=io.BytesIO(bytes(s)), mode="r:gz") as t:
-                    for ti in t:
-                        if ti.isfile():
-                            self.files[ti.name] = t.extractfile(ti).read()
-                        elif ti.isdir():
-                            self.files.setdefault(ti.name + "/", b"")
-                del self.puts[req.get("stream") or ""]
+                del self.puts[name]
+                try:
+                    self._unpack(bytes(s))
+                except (tarfile.TarError, OSError, EOFError) as e:
+                    self._err(c, re, "failed", "put: the archive is broken: %s" % e)
+                    return True
             self._send(c, re, ok=True)
         elif op == "get":
             path = req["path"]

@@ -1,6 +1,7 @@
 """Files between the host and a sandbox, with a hostile guest on the other
 side: download() lands only what was asked for, all or nothing, by the
-rules of ``husk run --get``; read() takes exactly the one file.
+rules of ``husk run --get``; read() takes exactly the one file; upload()
+sends what the tree held when it was walked and never follows a link.
 Every case goes through the SDK's real classes against the fake daemon,
 sync and asyncio alike.
 """
@@ -22,6 +23,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import husk  # noqa: E402
 import husk.aio  # noqa: E402
+from husk import _tar  # noqa: E402
 
 from fake_daemon import targz  # noqa: E402
 from test_sdk import Base  # noqa: E402
@@ -406,6 +408,78 @@ class Reads(Base):
         with self.assertRaises(husk.HuskError) as e:
             self.read("nope", [])
         self.assertIn("does not exist", str(e.exception))
+
+
+class Uploads(Base):
+    def tree(self):
+        src = os.path.join(self.tmp, "src")
+        os.makedirs(os.path.join(src, "sub"))
+        for n in ("f", "sub/g"):
+            with open(os.path.join(src, n), "w") as f:
+                f.write("mine " + n)
+        secret = os.path.join(self.tmp, "secret")
+        os.makedirs(secret)
+        with open(os.path.join(secret, "g"), "w") as f:
+            f.write("SECRET")
+        return src, secret
+
+    def sent(self, entries) -> bytes:
+        return gzip.decompress(b"".join(_tar.tar_stream(entries)))
+
+    def test_a_file_swapped_for_a_link_is_not_followed(self) -> None:
+        src, secret = self.tree()
+        entries = []
+        for name, what in _tar.entries_of_dir(src, "p"):
+            entries.append((name, what))
+            if name == "p/f":
+                # Once listed, the file becomes a link to a secret.
+                os.rename(os.path.join(src, "f"), os.path.join(self.tmp, "f.old"))
+                os.symlink(os.path.join(secret, "g"), os.path.join(src, "f"))
+        self.assertFalse(b"SECRET" in self.sent(entries), "the link was followed")
+
+    def test_a_directory_swapped_for_a_link_is_not_walked(self) -> None:
+        src, secret = self.tree()
+
+        def walk():
+            for name, what in _tar.entries_of_dir(src, "p"):
+                if name == "p/sub":
+                    # Listed as a directory; walked after it became a link.
+                    os.rename(os.path.join(src, "sub"), os.path.join(self.tmp, "sub.old"))
+                    os.symlink(secret, os.path.join(src, "sub"))
+                yield name, what
+        try:
+            data = self.sent(walk())
+        except husk.HuskError as e:
+            self.assertIn("changed", str(e))
+        else:
+            self.assertFalse(b"SECRET" in data, "the link was followed")
+
+    def test_an_upload_that_fails_half_way_ends_its_stream(self) -> None:
+        big = os.path.join(self.tmp, "big")
+        with open(big, "wb") as f:
+            f.write(os.urandom(3 << 20))
+
+        class Shrinking(io.FileIO):
+            # Ends early, as a file truncated while it is sent.
+            def read(self, n=-1):
+                return b"" if self.tell() >= 2 << 20 else super().read(n)
+        for aio in (False, True):
+            if not aio:
+                with self.sandbox() as sb, Shrinking(big) as src:
+                    with self.assertRaises(husk.HuskError) as e:
+                        sb.write("big", src)
+                    sb.write("after", b"x")
+            else:
+                async def main():
+                    async with husk.aio.Sandbox("base", socket=self.d.path) as sb:
+                        with self.assertRaises(husk.HuskError) as e, Shrinking(big) as src:
+                            await sb.write("big", src)
+                        await sb.write("after", b"y")
+                        return e
+                e = asyncio.run(main())
+            self.assertIn("changed size", str(e.exception))
+            self.assertEqual(self.d.files["after"], b"y" if aio else b"x")
+            self.assertNotIn("big", self.d.files)
 
 
 if __name__ == "__main__":
