@@ -221,6 +221,18 @@ r = m.call(72, "ping")
 check(r == {"jsonrpc": "2.0", "id": 72, "result": {}}, "cancelled: no answer to it, the next one "
       "comes", r)
 
+# ---- what comes in the same read as a call is seen while it runs
+d.mode = {"hang": True}
+before = len(execs(d))
+m.send(json.dumps({"jsonrpc": "2.0", "id": 76, "method": "tools/call",
+                   "params": {"name": "run_command", "arguments": {"command": "sleep 1000"}}})
+       .encode() + b"\n" + json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                       "params": {"requestId": 76}}).encode() + b"\n")
+r = m.call(77, "ping")
+check(r == {"jsonrpc": "2.0", "id": 77, "result": {}} and len(execs(d)) == before,
+      "a call cancelled in the same write never runs and gets no answer", r)
+d.mode = {}
+
 # ---- malformed input
 for raw, code in ((b"garbage\n", -32700), (b"[1,2]\n", -32600), (b'{"jsonrpc":"1.0","id":1}\n', -32600),
                   (b"[" * 100 + b"]" * 100 + b"\n", -32700),

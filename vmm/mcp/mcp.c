@@ -264,6 +264,14 @@ static void tools_call(struct server *s, json_t *id, json_t *params)
 		return;
 	}
 	s->current = id;
+	/*
+	 * The call waits for new input only: what came in the same read as it
+	 * (its cancellation, pings, more requests) is taken now.
+	 */
+	if (pump(s)) {
+		s->current = NULL;
+		return;		/* cancelled before it started, or told to stop: no answer */
+	}
 	r = mcp_tool_call(s->box, name, json_object_get(params, "arguments"), s->wait_fds, pump,
 			  s, &code, &cancelled);
 	s->current = NULL;
