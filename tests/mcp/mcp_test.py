@@ -231,6 +231,43 @@ m.send(json.dumps({"jsonrpc": "2.0", "id": 76, "method": "tools/call",
 r = m.call(77, "ping")
 check(r == {"jsonrpc": "2.0", "id": 77, "result": {}} and len(execs(d)) == before,
       "a call cancelled in the same write never runs and gets no answer", r)
+
+# ---- messages sent while a tool runs wait in a bounded queue
+d.mode = {"hang": True}
+m.send({"jsonrpc": "2.0", "id": 73, "method": "tools/call",
+        "params": {"name": "run_command", "arguments": {"command": "sleep 1000"}}})
+for i in range(70):
+    m.send({"jsonrpc": "2.0", "id": 1000 + i, "method": "tools/list"})
+m.send({"jsonrpc": "2.0", "method": "notifications/whatever"})
+r = m.call(74, "ping")
+busy = []
+while r and r.get("id") != 74:
+    busy.append(r)
+    r = m.recv()
+check([x.get("id") for x in busy] == list(range(1064, 1070)) and
+      all(x.get("error", {}).get("code") == -32000 and "at most 64" in x["error"]["message"]
+          for x in busy), "past 64 waiting messages a request is refused at once", busy[:2])
+check(r == {"jsonrpc": "2.0", "id": 74, "result": {}}, "... a notification dropped, pings "
+      "still answered", r)
+m.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 73}})
+got = [m.recv() for _ in range(64)]
+check([x and x.get("id") for x in got] == list(range(1000, 1064)) and
+      all("tools" in x.get("result", {}) for x in got), "... the 64 that waited are answered "
+      "in order once the call ended", [x and x.get("id") for x in got][:5])
+d.mode = {"hang": True}
+m.send({"jsonrpc": "2.0", "id": 75, "method": "tools/call",
+        "params": {"name": "run_command", "arguments": {"command": "sleep 1000"}}})
+pad = "p" * (10 << 20)
+for i in range(4):
+    m.send({"jsonrpc": "2.0", "id": 1100 + i, "method": "tools/list", "params": {"pad": pad}})
+r = m.recv(60)
+check(r and r.get("id") == 1103 and r.get("error", {}).get("code") == -32000 and
+      "32 MiB" in r["error"]["message"], "past 32 MiB of waiting messages a request is "
+      "refused", r and str(r)[:300])
+m.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 75}})
+got = [m.recv(60) for _ in range(3)]
+check([x and x.get("id") for x in got] == [1100, 1101, 1102], "... the three that fit are "
+      "answered", [x and x.get("id") for x in got])
 d.mode = {}
 
 # ---- malformed input

@@ -31,6 +31,7 @@
 #define RPC_NO_METHOD -32601
 #define RPC_PARAMS -32602
 #define RPC_INTERNAL -32603
+#define RPC_BUSY -32000		/* implementation-defined: the queue below is full */
 #define EXIT_USAGE 2
 
 /* Newest first; a client asking for another one gets the newest. */
@@ -64,6 +65,21 @@ const char mcp_usage[] =
 	"\n"
 	"Exit status: 0 when the client closed stdin, 2 usage error, 125 husk failed.\n";
 
+/*
+ * Messages that arrive while a tool runs wait for it (pings and its
+ * cancellation excepted), but only so many: past either bound a request is
+ * refused at once with RPC_BUSY and a notification, which has no answer,
+ * is dropped. Bytes are those of the lines, so a client can hold at most
+ * two messages of the largest size waiting.
+ */
+#define MCP_MAX_DEFERRED 64
+#define MCP_MAX_DEFERRED_BYTES (2 * (size_t)MCP_MAX_LINE)
+
+struct deferred {
+	json_t *msg;
+	size_t len;			/* of its line */
+};
+
 struct server {
 	struct mcp_box *box;
 	/* The client's bytes not yet handled, and whole messages put aside while a tool ran. */
@@ -71,7 +87,9 @@ struct server {
 	size_t len, cap;
 	bool skipping;			/* discarding the rest of an over-long line */
 	bool eof;
-	json_t *deferred;		/* array of messages */
+	struct deferred deferred[MCP_MAX_DEFERRED];	/* oldest first */
+	unsigned nr_deferred;
+	size_t deferred_bytes;
 	json_t *current;		/* the id of the tools/call running, or NULL */
 	int sigfd;
 	int wait_fds[2];		/* what a running tool watches: stdin (-1 at its end), sigfd */
@@ -150,15 +168,17 @@ static bool valid_id(json_t *id)
 
 /*
  * The next whole message buffered: 1 with *m (NULL for a line that was
- * answered with an error here), 0 when none is whole yet.
+ * answered with an error here) and its line's length in *len, 0 when none
+ * is whole yet.
  */
-static int next_line(struct server *s, json_t **m)
+static int next_line(struct server *s, json_t **m, size_t *len)
 {
 	char *nl = s->len ? memchr(s->buf, '\n', s->len) : NULL;
 	size_t l;
 	json_error_t je;
 
 	*m = NULL;
+	*len = 0;
 	if (!nl) {
 		if (s->skipping || s->len > MCP_MAX_LINE) {
 			s->len = 0;
@@ -167,6 +187,7 @@ static int next_line(struct server *s, json_t **m)
 		return 0;
 	}
 	l = (size_t)(nl - s->buf);
+	*len = l;
 	if (s->skipping) {
 		s->skipping = false;
 		send_error(s, NULL, RPC_PARSE, "a message longer than the 16 MiB husk mcp takes");
@@ -191,11 +212,42 @@ static bool is_cancel_of(json_t *m, json_t *id)
 	       json_equal(json_object_get(json_object_get(m, "params"), "requestId"), id);
 }
 
+/* Put m (a line of len bytes) aside until the running call is done, if there is room. */
+static void defer(struct server *s, json_t *m, size_t len)
+{
+	json_t *id = json_object_get(m, "id");
+	char msg[160];
+
+	if (s->nr_deferred < MCP_MAX_DEFERRED && len <= MCP_MAX_DEFERRED_BYTES - s->deferred_bytes) {
+		s->deferred[s->nr_deferred].msg = json_incref(m);
+		s->deferred[s->nr_deferred++].len = len;
+		s->deferred_bytes += len;
+		return;
+	}
+	if (!valid_id(id) || !json_object_get(m, "method"))
+		return;
+	snprintf(msg, sizeof(msg), "husk mcp holds at most %d messages (%zu MiB) while a tool call "
+		 "runs; send this again once it has answered", MCP_MAX_DEFERRED,
+		 MCP_MAX_DEFERRED_BYTES >> 20);
+	send_error(s, id, RPC_BUSY, msg);
+}
+
+/* The oldest message put aside (the caller's reference). */
+static json_t *take_deferred(struct server *s)
+{
+	json_t *m = s->deferred[0].msg;
+
+	s->deferred_bytes -= s->deferred[0].len;
+	memmove(s->deferred, s->deferred + 1, --s->nr_deferred * sizeof(s->deferred[0]));
+	return m;
+}
+
 /* mcp_pump_fn: take what the client sent; true when the call must stop. */
 static bool pump(void *arg)
 {
 	struct server *s = arg;
 	bool stop = false;
+	size_t len;
 	json_t *m;
 
 	if (s->sigfd >= 0) {
@@ -214,7 +266,7 @@ static bool pump(void *arg)
 		if (poll(&p, 1, 0) > 0 && read_some(s))
 			s->wait_fds[0] = -1;
 	}
-	while (next_line(s, &m) == 1) {
+	while (next_line(s, &m, &len) == 1) {
 		const char *method = json_string_value(json_object_get(m, "method"));
 
 		if (!m)
@@ -224,7 +276,7 @@ static bool pump(void *arg)
 		} else if (method && !strcmp(method, "ping") && valid_id(json_object_get(m, "id"))) {
 			send_result(s, json_object_get(m, "id"), json_object());
 		} else {
-			json_array_append(s->deferred, m);
+			defer(s, m, len);
 		}
 		json_decref(m);
 	}
@@ -410,6 +462,7 @@ int mcp_main(int argc, char **argv)
 	struct mcp_opts o;
 	struct server s = { .sigfd = -1 };
 	sigset_t set;
+	size_t len;
 	json_t *m;
 	int r = mcp_parse(argc, argv, &o);
 
@@ -431,20 +484,18 @@ int mcp_main(int argc, char **argv)
 	s.wait_fds[0] = STDIN_FILENO;
 	s.wait_fds[1] = s.sigfd;
 	s.box = mcp_box_new(&o);
-	s.deferred = json_array();
-	if (s.sigfd < 0 || !s.box || !s.deferred) {
+	if (s.sigfd < 0 || !s.box) {
 		fprintf(stderr, "husk mcp: cannot start: %s\n", strerror(errno));
 		return 125;
 	}
 	while (!s.quit) {
-		if (json_array_size(s.deferred)) {
-			m = json_incref(json_array_get(s.deferred, 0));
-			json_array_remove(s.deferred, 0);
+		if (s.nr_deferred) {
+			m = take_deferred(&s);
 			handle(&s, m);
 			json_decref(m);
 			continue;
 		}
-		if (next_line(&s, &m) == 1) {
+		if (next_line(&s, &m, &len) == 1) {
 			if (m)
 				handle(&s, m);
 			json_decref(m);
@@ -468,7 +519,8 @@ int mcp_main(int argc, char **argv)
 	}
 	/* The client is gone (or we were told to stop): so is its sandbox. */
 	mcp_box_free(s.box);
-	json_decref(s.deferred);
+	while (s.nr_deferred)
+		json_decref(take_deferred(&s));
 	free(s.buf);
 	close(s.sigfd);
 	return 0;
