@@ -23,6 +23,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import husk  # noqa: E402
 import husk.aio  # noqa: E402
+from husk import _get  # noqa: E402
 from husk import _tar  # noqa: E402
 
 from fake_daemon import targz  # noqa: E402
@@ -365,6 +366,20 @@ class AsyncDownloads(Downloads):
                 return (await sb.run("true")).exit_code
         self.assertEqual(asyncio.run(main()), 0)
         self.assertEqual(snapshot(self.home), before)
+
+
+class DownloadsWithoutRenameat2(Downloads):
+    """The same cases where the C library has no renameat2: the fallback
+    (link, or a check and rename; overwrite moves the old name aside)."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.saved = _get._renameat2
+        _get._renameat2 = None
+
+    def tearDown(self) -> None:
+        _get._renameat2 = self.saved
+        super().tearDown()
 
 
 def shutil_rm(path: str) -> None:
