@@ -616,14 +616,17 @@ static int deny_host_one(int family, const void *addr)
  */
 static int deny_host_addr(int family, const void *addr, unsigned prefixlen, int *n)
 {
-	struct in_addr net, bcast;
+	struct in_addr a, net, bcast;
 	int err;
 
 	err = deny_host_one(family, addr);
 	if (err)
 		return err;
 	++*n;
-	if (family != AF_INET || !ranges_subnet_ends(addr, prefixlen, &net, &bcast))
+	if (family != AF_INET)
+		return 0;
+	memcpy(&a, addr, 4);
+	if (!ranges_subnet_ends(&a, prefixlen, &net, &bcast))
 		return 0;
 	if ((err = deny_host_one(AF_INET, &net)) || (err = deny_host_one(AF_INET, &bcast)))
 		return err;
