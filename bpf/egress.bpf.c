@@ -16,8 +16,9 @@
  *      husk's DNS proxy listens, and is dropped to anything else even when an
  *      allow rule covers it (the proxy is where names are policed).
  *   5. Absolute denies (built-in ranges such as loopback, and the block
- *      maps: husk's whole address pool, the host-wide deny file), which
- *      nothing opens; then the deny list (built-in ranges, the cloud
+ *      maps: husk's whole address pool, the host-wide deny file, for a
+ *      husk serve client's VM also the platform endpoints and the host's
+ *      addresses), which nothing opens; then the deny list (built-in ranges, the cloud
  *      platform endpoints, the host's own addresses, the VM's --deny
  *      prefixes), then the VM's allow LPM trie (protocol + port ranges). An
  *      allow rule overrides a deny range only if it is at least as specific
@@ -226,7 +227,9 @@ static __always_inline int ip6_eq(const __u8 *a, const __u8 *b)
 
 /*
  * Built-in IPv4 deny ranges; returns the range's prefix length (DENY_HARD for
- * ranges no rule may open) or 0. d is in host order.
+ * ranges no rule may open) or 0. d is in host order. vmm/net/ranges.c has
+ * the same ranges as a table, for decisions taken outside the filter:
+ * change both together (tests/bpf/egress-run.c compares them).
  */
 static __always_inline __u32 deny4_builtin(__u32 d)
 {

@@ -157,7 +157,9 @@ struct egress_deny {
 /*
  * The block maps (egress_block4/6) hold absolute denies for every VM: husk's
  * own address pool (every VM's gateway and guest address but one's own DNS
- * proxy) and the host-wide deny file. Keys are egress_lpm4/6 with ifindex 0;
+ * proxy), the host-wide deny file, and in a husk serve worker run for a
+ * client that is not an admin the cloud platform endpoints and the host's
+ * own addresses (egress_absolute_builtins()). Keys are egress_lpm4/6 with ifindex 0;
  * a destination matching any entry is dropped whatever the allow rules and
  * learned addresses say. They are separate from the deny maps because an
  * LPM lookup returns only the longest match: a host address (/32, which a

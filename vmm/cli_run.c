@@ -688,7 +688,7 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 	       O_PIDS_MAX, O_UID_RANGE, O_NO_JAIL, O_GET_KEEP_MODES, O_JSON_FD, O_RESULT,
 	       O_TEMPLATE, O_TEMPLATE_DIR, O_NO_HUGEPAGES, O_SESSION_FD, O_SERVER, O_CWD, O_HOSTNAME, O_TTY,
 	       O_RLIMIT, O_TMPFS,
-	       O_POLICY_FD, O_IMAGE, O_IMAGE_DIR, O_HOLD_FD, O_NETNS, O_USER };
+	       O_POLICY_FD, O_IMAGE, O_IMAGE_DIR, O_HOLD_FD, O_NETNS, O_USER, O_ABS_BUILTINS };
 	bool mem_set = false, vcpus_set = false;
 	static const struct option opts[] = {
 		{ "kernel", required_argument, NULL, O_KERNEL },
@@ -709,6 +709,7 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 		{ "help", no_argument, NULL, O_HELP },
 		{ "net", required_argument, NULL, O_NET },
 		{ "netns", required_argument, NULL, O_NETNS },
+		{ "absolute-builtins", no_argument, NULL, O_ABS_BUILTINS },
 		{ "user", required_argument, NULL, O_USER },
 		{ "allow", required_argument, NULL, O_ALLOW },
 		{ "conn-rate", required_argument, NULL, O_CONN_RATE },
@@ -825,6 +826,9 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 				err = husk_seterr(EINVAL, "--netns wants an absolute path, not '%s'",
 						  optarg);
 			o->netns = optarg;
+			break;
+		case O_ABS_BUILTINS:
+			o->absolute_builtins = true;
 			break;
 		case O_ALLOW:
 			if (o->nr_allow == RUN_MAX_ALLOW)
@@ -1014,6 +1018,8 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o)
 		return husk_seterr(EINVAL, "--template-dir without --template");
 	if (o->netns && o->net != RUN_NET_EGRESS)
 		return husk_seterr(EINVAL, "--netns needs --net egress");
+	if (o->absolute_builtins && o->net != RUN_NET_EGRESS)
+		return husk_seterr(EINVAL, "--absolute-builtins needs --net egress");
 	if (o->nr_allow && o->net != RUN_NET_EGRESS)
 		return husk_seterr(EINVAL, "--allow needs --net egress");
 	if (o->nr_allow_host && o->net != RUN_NET_EGRESS)

@@ -103,6 +103,13 @@ struct run_opts {
 	bool get_keep_modes;		/* --get files keep the guest's execute bits */
 	enum run_net net;
 	const char *netns;		/* --netns: the tap's namespace; NULL = husk's */
+	/*
+	 * --absolute-builtins (not in the usage: husk serve's workers for
+	 * clients that are not admins): no rule opens a cloud platform
+	 * endpoint or an address of the host, and no DNS answer for one is
+	 * released (egress_absolute_builtins(), egress_learn_closed()).
+	 */
+	bool absolute_builtins;
 	struct run_allow allow[RUN_MAX_ALLOW];
 	unsigned nr_allow;
 	const char *allow_host[RUN_MAX_ALLOW_HOST];	/* checked dns.h patterns */

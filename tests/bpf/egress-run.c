@@ -13,7 +13,10 @@
  * gives a tap in its own network namespace) and those it gains later
  * (egress_watch_host_addrs/egress_watch_poll), DNS-learned addresses with
  * TTL and expiry, the first-denied-destinations log, the host->guest
- * counter program, the anomaly thresholds and detach. Needs root; exits 77 otherwise.
+ * counter program, the anomaly thresholds and detach; the table of built-in
+ * ranges in vmm/net/ranges.c against the program, and husk serve's
+ * absolute mode for clients (platform endpoints and host addresses that no
+ * allow opens, egress_learn_closed). Needs root; exits 77 otherwise.
  * --bench also times each kind of frame over 1e6 repetitions;
  * --bench-only does only that (tools/bench-net).
  */
@@ -34,6 +37,7 @@
 #include "net/egress.h"
 #include "net/netlink.h"
 #include "net/netpool.h"
+#include "net/ranges.h"
 #include "net/tap.h"
 #include "lib/util.h"
 
@@ -48,6 +52,8 @@
 #define VM_NOV6		4250	/* no IPv6 configured */
 #define VM_POOL		4251	/* a VM of husk's pool (slot 1), allows 10/8 and 0/0 */
 #define VM_TEN		4252	/* allows 10/8 and the ranges around cloud endpoints */
+#define VM_TABLE	4253	/* one allow at a time: the built-in ranges' strength */
+#define VM_ABS		4254	/* --absolute-builtins, in a filter of its own */
 #define VM_LO		1	/* the counter program sees loopback in test runs */
 
 #define PASS		TC_ACT_OK
@@ -1301,6 +1307,203 @@ static void bench(void)
 	bench_one("host->guest counter (tap egress)", cp, VM_LO, &f, PASS);
 }
 
+/* A TCP frame to addr (4 or 16 bytes), port 80. */
+static struct frame tcp_to(int family, const uint8_t *addr)
+{
+	struct opt o = { 0 };
+	char s[INET6_ADDRSTRLEN];
+
+	inet_ntop(family, addr, s, sizeof(s));
+	return family == AF_INET ? ip4(IPPROTO_TCP, s, 80, &o)
+				 : ip6(IPPROTO_TCP, s, 80, &o, 0, NULL);
+}
+
+/* The last address of range r (its host bits set). */
+static void range_last(const struct net_range *r, uint8_t *a)
+{
+	unsigned i, max = r->family == AF_INET ? 32 : 128;
+
+	memcpy(a, r->addr, 16);
+	for (i = r->plen; i < max; i++)
+		a[i / 8] |= 0x80u >> (i % 8);
+}
+
+/*
+ * vmm/net/ranges.c's table of the built-in ranges (what husk serve's
+ * check and the DNS check of a client's VM go by) against the program:
+ * each range is denied at both ends, even under 0.0.0.0/0 and ::/0; an
+ * allow of exactly the range opens it unless it is absolute, one bit
+ * wider does not.
+ */
+static void builtin_table_cases(void)
+{
+	char name[160], s[INET6_ADDRSTRLEN];
+	uint8_t last[16];
+	struct frame f;
+	unsigned i;
+
+	for (i = 0; i < ranges_nr_builtin; i++) {
+		const struct net_range *r = &ranges_builtin[i];
+
+		range_last(r, last);
+		inet_ntop(r->family, r->addr, s, sizeof(s));
+		f = tcp_to(r->family, r->addr);
+		snprintf(name, sizeof(name), "table: %s/%u (%s) denied at its start", s, r->plen,
+			 r->what);
+		expect(name, VM_OPEN, &f, SHOT, EGRESS_DROP_DENY_RANGE);
+		f = tcp_to(r->family, last);
+		snprintf(name, sizeof(name), "table: %s/%u denied at its end", s, r->plen);
+		expect(name, VM_OPEN, &f, SHOT, EGRESS_DROP_DENY_RANGE);
+		if (!r->plen)
+			continue;
+		egress_allow_cidr(VM_TABLE, r->family, r->addr, r->plen - 1, EGRESS_P_ANY,
+				  NULL, 0);
+		snprintf(name, sizeof(name), "table: %s/%u not opened by /%u", s, r->plen,
+			 r->plen - 1);
+		expect(name, VM_TABLE, &f, SHOT, EGRESS_DROP_DENY_RANGE);
+		egress_allow_cidr(VM_TABLE, r->family, r->addr, r->plen, EGRESS_P_ANY, NULL, 0);
+		snprintf(name, sizeof(name), "table: %s/%u %s by an allow of itself", s,
+			 r->plen, r->strength == EGRESS_DENY_ABSOLUTE ? "not opened" : "opened");
+		if (r->strength == EGRESS_DENY_ABSOLUTE)
+			expect(name, VM_TABLE, &f, SHOT, EGRESS_DROP_DENY_RANGE);
+		else
+			expect(name, VM_TABLE, &f, PASS, NONE);
+		egress_remove_cidr(VM_TABLE, false, r->family, r->addr, r->plen);
+		egress_remove_cidr(VM_TABLE, false, r->family, r->addr, r->plen - 1);
+	}
+}
+
+/* A frame to each platform endpoint, each under an exact allow. */
+static void platform_expect(const char *what, int verdict)
+{
+	char name[160], s[INET6_ADDRSTRLEN];
+	struct frame f;
+	unsigned i;
+
+	for (i = 0; i < ranges_nr_builtin; i++) {
+		const struct net_range *r = &ranges_builtin[i];
+
+		if (!r->platform)
+			continue;
+		inet_ntop(r->family, r->addr, s, sizeof(s));
+		f = tcp_to(r->family, r->addr);
+		snprintf(name, sizeof(name), "absolute: %s %s under an exact allow (%s)", s,
+			 verdict == PASS ? "opens" : "stays closed", what);
+		expect(name, VM_ABS, &f, verdict, verdict == PASS ? NONE : EGRESS_DROP_DENY_RANGE);
+	}
+}
+
+/* A frame to host address a (IPv4), under an exact allow. */
+static void host_expect(const uint8_t *a, const char *what)
+{
+	char name[160], s[INET6_ADDRSTRLEN];
+	struct frame f = tcp_to(AF_INET, a);
+
+	inet_ntop(AF_INET, a, s, sizeof(s));
+	snprintf(name, sizeof(name), "absolute: host address %s stays closed under an exact "
+		 "allow (%s)", s, what);
+	expect(name, VM_ABS, &f, SHOT, EGRESS_DROP_DENY_RANGE);
+}
+
+static int learn_closed(const char *addr)
+{
+	uint8_t a[16];
+	int family = strchr(addr, ':') ? AF_INET6 : AF_INET;
+
+	inet_pton(family, addr, a);
+	return egress_learn_closed(VM_ABS, family, a);
+}
+
+/*
+ * husk serve's worker for a client that is not an admin
+ * (egress_absolute_builtins, husk run --absolute-builtins): the platform
+ * endpoints and the host's addresses, those it has and those it gains,
+ * stay closed under an allow of exactly that address, for every VM of the
+ * process; the rest of the policy is as before. And the DNS check of such
+ * a VM (egress_learn_closed). In a filter of its own: the block maps are
+ * the whole process's.
+ */
+static void absolute_cases(bool own_netns)
+{
+	static const char *const host = "198.51.100.99", *later = "198.51.100.98";
+	uint8_t h[16], l[16], pool_base[4] = { 10, 200, 0, 0 }, deny[4] = { 203, 0, 113, 0 };
+	struct opt o = { 0 };
+	struct frame f;
+	unsigned i;
+	int err, fd;
+
+	egress_close();
+	inet_pton(AF_INET, host, h);
+	inet_pton(AF_INET, later, l);
+	err = egress_open() ?: setup_vm(VM_ABS, 0, 0);
+	err = err ?: allow(VM_ABS, AF_INET, "0.0.0.0", 0, EGRESS_P_ANY, NULL, 0);
+	err = err ?: allow(VM_ABS, AF_INET6, "::", 0, EGRESS_P_ANY, NULL, 0);
+	err = err ?: allow(VM_ABS, AF_INET, "10.0.0.0", 8, EGRESS_P_ANY, NULL, 0);
+	for (i = 0; !err && i < ranges_nr_builtin; i++)
+		if (ranges_builtin[i].platform)
+			err = egress_allow_cidr(VM_ABS, ranges_builtin[i].family,
+						ranges_builtin[i].addr, ranges_builtin[i].plen,
+						EGRESS_P_TCP, NULL, 0);
+	err = err ?: egress_allow_cidr(VM_ABS, AF_INET, h, 32, EGRESS_P_TCP, NULL, 0);
+	err = err ?: egress_allow_cidr(VM_ABS, AF_INET, l, 32, EGRESS_P_TCP, NULL, 0);
+	err = err ?: egress_deny_cidr(VM_ABS, AF_INET, deny, 24);
+	err = err ?: egress_block_cidr(AF_INET, pool_base, 16);
+	if (!err && own_netns)
+		err = netlink_addr_add(1, AF_INET, h, 32, NULL);
+	if (err) {
+		result(0, "absolute: setup", husk_lasterr());
+		return;
+	}
+	/* Without the mode: each exact allow opens its address. */
+	platform_expect("without --absolute-builtins", PASS);
+	err = egress_absolute_builtins();
+	result(!err, "absolute: egress_absolute_builtins", husk_lasterr());
+	platform_expect("--absolute-builtins", SHOT);
+	if (own_netns) {
+		err = egress_deny_host_addrs();
+		result(err > 0, "absolute: the host's addresses denied",
+		       err < 0 ? husk_lasterr() : "none");
+		host_expect(h, "--absolute-builtins");
+		/* An address the host gains later: absolute as well. */
+		fd = egress_watch_host_addrs();
+		f = tcp_to(AF_INET, l);
+		expect("absolute: a future host address opens before it is one", VM_ABS, &f,
+		       PASS, NONE);
+		err = fd < 0 ? fd : netlink_addr_add(1, AF_INET, l, 32, NULL);
+		err = err ?: watch_until(fd, 1, NULL) > 0 ? 0 : -EAGAIN;
+		result(!err, "absolute: the new host address announced", husk_lasterr());
+		host_expect(l, "--absolute-builtins, gained later");
+	} else {
+		printf("skip - absolute: host addresses: no private network namespace\n");
+	}
+	f = ip4(IPPROTO_TCP, "93.184.216.34", 443, &o);
+	expect("absolute: public unicast still passes", VM_ABS, &f, PASS, NONE);
+	f = ip4(IPPROTO_TCP, "10.1.2.3", 5432, &o);
+	expect("absolute: a private range an allow opens still opens", VM_ABS, &f, PASS, NONE);
+	f = ip4(IPPROTO_UDP, gw4, 53, &o);
+	expect("absolute: DNS to the gateway still passes", VM_ABS, &f, PASS, NONE);
+
+	/* What a learned address would meet in this VM's filter. */
+	result(learn_closed("93.184.216.34") == 0, "learn: public unicast may be learned",
+	       husk_lasterr());
+	result(learn_closed("10.1.2.3") == 0, "learn: inside an allowed 10/8: open anyway",
+	       husk_lasterr());
+	result(learn_closed("172.16.0.1") == 1, "learn: a private range is closed",
+	       husk_lasterr());
+	result(learn_closed("169.254.169.254") == 1, "learn: instance metadata is closed",
+	       husk_lasterr());
+	result(learn_closed("fd00:ec2::254") == 1, "learn: IPv6 metadata is closed",
+	       husk_lasterr());
+	result(learn_closed("127.0.0.1") == 1, "learn: loopback is closed", husk_lasterr());
+	result(learn_closed("10.200.0.5") == 1, "learn: husk's pool is closed", husk_lasterr());
+	result(learn_closed("203.0.113.5") == 1, "learn: the VM's own --deny is closed",
+	       husk_lasterr());
+	if (own_netns)
+		result(learn_closed(host) == 1, "learn: a host address is closed",
+		       husk_lasterr());
+	egress_close();
+}
+
 int main(int argc, char **argv)
 {
 	struct egress_port_range web[] = { { 80, 80 }, { 443, 443 } };
@@ -1333,7 +1536,7 @@ int main(int argc, char **argv)
 	      setup_vm(VM_DYN, 0, 0) ?: setup_vm(VM_OTHER, 0, 0) ?:
 	      setup_vm(VM_EXP, 0, 0) ?: setup_vm(VM_DENYLOG, 0, 0) ?:
 	      setup_vm_v6(VM_NOV6, 0, 0, false) ?: setup_vm(VM_TEN, 0, 0) ?:
-	      setup_vm_slot(VM_POOL, 1, &slot1);
+	      setup_vm(VM_TABLE, 0, 0) ?: setup_vm_slot(VM_POOL, 1, &slot1);
 	err = err ?: allow(VM_MAIN, AF_INET, "93.184.216.0", 24, EGRESS_P_TCP, web, 2);
 	err = err ?: allow(VM_MAIN, AF_INET, "8.8.8.8", 32, EGRESS_P_ANY, NULL, 0);
 	err = err ?: allow(VM_MAIN, AF_INET, "203.0.113.0", 24, EGRESS_P_ANY, NULL, 0);
@@ -1377,6 +1580,7 @@ int main(int argc, char **argv)
 	ipv6_cases();
 	pool_cases();
 	cloud_cases();
+	builtin_table_cases();
 	deny_file_cases();
 	host_addr_cases(own_netns);
 	watch_cases(own_netns);
@@ -1389,6 +1593,7 @@ int main(int argc, char **argv)
 	detach_case();
 	if (argc > 1 && strcmp(argv[1], "--bench") == 0)
 		bench();
+	absolute_cases(own_netns);
 	egress_close();
 	printf("bpf: %d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;

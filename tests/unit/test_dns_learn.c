@@ -7,7 +7,7 @@
  * address, expiry at most once a second and at most DNS_LEARN_EXPIRE_BATCH
  * entries per pass (all of them in quota / batch passes), live entries
  * looked at again only after DNS_LEARN_RECHECK_US, entries the filter lost
- * and filter failures.
+ * and filter failures; and addresses closed to the VM, refused untouched.
  */
 #include <errno.h>
 #include <string.h>
@@ -83,7 +83,8 @@ static int fake_forget(void *arg, int family, const uint8_t *addr, uint64_t now)
 
 static void setup(void)
 {
-	static const struct dns_learn_ops ops = { fake_open, fake_forget, &fk };
+	static const struct dns_learn_ops ops = { .open = fake_open, .forget = fake_forget,
+						   .arg = &fk };
 
 	memset(&fk, 0, sizeof(fk));
 	dns_learn_init(&L, &ops, 0);
@@ -249,7 +250,8 @@ END_TEST
 
 START_TEST(smaller_quota)
 {
-	static const struct dns_learn_ops ops = { fake_open, fake_forget, &fk };
+	static const struct dns_learn_ops ops = { .open = fake_open, .forget = fake_forget,
+						   .arg = &fk };
 	unsigned i;
 
 	dns_learn_init(&L, &ops, 4);
@@ -259,6 +261,49 @@ START_TEST(smaller_quota)
 	/* Expiry goes round the 4 entries only. */
 	ck_assert_int_eq(dns_learn_expire(&L, 31 * SEC), 4);
 	ck_assert_uint_eq(fk.forgets, 4);
+}
+END_TEST
+
+/*
+ * A husk serve client's VM: an address its filter keeps closed (here 10/8,
+ * 169.254/16; an error of the check counts as closed) is refused before
+ * the filter or the quota are touched, so the answer is withheld.
+ */
+static int fake_closed(void *arg, int family, const uint8_t *addr)
+{
+	ck_assert_ptr_eq(arg, &fk);
+	if (family == AF_INET && addr[0] == 192)
+		return -EIO;
+	return family == AF_INET && (addr[0] == 10 || (addr[0] == 169 && addr[1] == 254));
+}
+
+START_TEST(closed_addresses_refused)
+{
+	static const struct dns_learn_ops ops = { .open = fake_open, .forget = fake_forget,
+						  .arg = &fk, .closed = fake_closed };
+	static const uint8_t meta[4] = { 169, 254, 169, 254 }, ten[4] = { 10, 1, 2, 3 },
+			     err[4] = { 192, 0, 2, 1 };
+	unsigned i;
+
+	dns_learn_init(&L, &ops, 4);
+	ck_assert_int_eq(dns_learn_add(&L, AF_INET, meta, 60, 0), -EACCES);
+	ck_assert_int_eq(dns_learn_add(&L, AF_INET, ten, 60, 0), -EACCES);
+	ck_assert_int_eq(dns_learn_add(&L, AF_INET, err, 60, 0), -EACCES);
+	ck_assert_uint_eq(fk.opens, 0);
+	ck_assert_int_lt(find(AF_INET, meta), 0);
+	ck_assert_int_lt(find(AF_INET, ten), 0);
+	ck_assert_uint_eq(L.n, 0);
+	ck_assert_uint_eq(L.st.closed, 3);
+	ck_assert_uint_eq(L.st.opened, 0);
+	/* Public addresses still open, and the whole quota is theirs. */
+	for (i = 0; i < 4; i++)
+		ck_assert_int_eq(add(i, 60, 0), 0);
+	ck_assert_uint_eq(fk.opens, 4);
+	ck_assert_uint_eq(L.n, 4);
+	/* Once full, a closed address is still refused as closed, not for quota. */
+	ck_assert_int_eq(dns_learn_add(&L, AF_INET, ten, 60, 0), -EACCES);
+	ck_assert_uint_eq(L.st.quota_full, 0);
+	ck_assert_uint_eq(L.st.closed, 4);
 }
 END_TEST
 
@@ -275,6 +320,7 @@ Suite *dns_learn_suite(void)
 	tcase_add_test(tc, expiry_rechecks_live_later);
 	tcase_add_test(tc, lost_entries_and_failures);
 	tcase_add_test(tc, smaller_quota);
+	tcase_add_test(tc, closed_addresses_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }

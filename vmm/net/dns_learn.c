@@ -6,6 +6,7 @@
  * operation is a scan of it in memory (a few microseconds) plus a bounded
  * number of filter calls, never a walk of the shared BPF map.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -104,6 +105,13 @@ int dns_learn_add(struct dns_learned *l, int family, const uint8_t *addr, uint32
 
 	if (!len)
 		return husk_seterr(EAFNOSUPPORT, "dns: address family %d", family);
+	if (l->ops.closed && l->ops.closed(l->ops.arg, family, addr)) {
+		char a[INET6_ADDRSTRLEN] = "?";
+
+		inet_ntop(family, addr, a, sizeof(a));
+		l->st.closed++;
+		return husk_seterr(EACCES, "dns: %s is closed to this VM", a);
+	}
 	e = find(l, family, addr);
 	if (!e) {
 		e = make_room(l, now);

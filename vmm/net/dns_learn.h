@@ -45,6 +45,13 @@ struct dns_learn_ops {
 	 */
 	int (*forget)(void *arg, int family, const uint8_t *addr, uint64_t now);
 	void *arg;
+	/*
+	 * Optional (NULL: every address is opened): 1 when addr must not be
+	 * opened for this VM at all, 0 when it may, -errno (taken as 1). A
+	 * husk serve client's VM refuses what its filter keeps closed anyway
+	 * (egress_learn_closed()), so that such an answer is withheld.
+	 */
+	int (*closed)(void *arg, int family, const uint8_t *addr);
 };
 
 struct dns_learn_stats {
@@ -53,6 +60,7 @@ struct dns_learn_stats {
 	uint64_t expired;	/* removed by the periodic pass */
 	uint64_t quota_full;	/* refused: quota reached, nothing could go */
 	uint64_t failed;	/* refused: the filter could not be changed */
+	uint64_t closed;	/* refused: ops.closed said so */
 };
 
 struct dns_learn_entry {
@@ -78,8 +86,9 @@ void dns_learn_init(struct dns_learned *l, const struct dns_learn_ops *ops, unsi
 
 /*
  * Open addr for ttl_sec seconds from now (us) for this VM. Returns 0,
- * -EDQUOT (quota reached, counted in quota_full), -EAFNOSUPPORT or the
- * error of ops.open (counted in failed).
+ * -EACCES (ops.closed refused it, counted in closed: nothing is asked of
+ * the filter and no quota is taken), -EDQUOT (quota reached, counted in
+ * quota_full), -EAFNOSUPPORT or the error of ops.open (counted in failed).
  */
 int dns_learn_add(struct dns_learned *l, int family, const uint8_t *addr, uint32_t ttl_sec,
 		  uint64_t now);

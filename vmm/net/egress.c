@@ -23,6 +23,7 @@
 #include "net/egress.h"
 #include "egress.skel.h"
 #include "net/netlink.h"
+#include "net/ranges.h"
 #include "lib/util.h"
 
 /* Our tc filter's identity on each tap: handle "HU", first priority. */
@@ -31,6 +32,7 @@
 
 static struct egress_bpf *skel;
 static int watch_fd = -1;		/* egress_watch_host_addrs() */
+static bool host_absolute;		/* egress_absolute_builtins() */
 static struct ring_buffer *events_rb;
 static egress_event_fn event_fn;
 static void *event_opaque;
@@ -127,6 +129,7 @@ void egress_close(void)
 	events_rb = NULL;
 	egress_bpf__destroy(skel);
 	skel = NULL;
+	host_absolute = false;
 }
 
 static int need_open(void)
@@ -560,7 +563,47 @@ int egress_events_poll(void)
 	return n;
 }
 
+/*
+ * One LPM lookup with a full-length key of ifindex: 1 found (into val),
+ * 0 not, -errno.
+ */
+static int lpm_find(struct bpf_map *m4, struct bpf_map *m6, int ifindex, int family,
+		    const void *addr, void *val)
+{
+	struct egress_lpm4 k4;
+	struct egress_lpm6 k6;
+	int err = lpm_key(ifindex, family, addr, family == AF_INET ? 32 : 128, &k6, &k4);
+
+	if (err)
+		return err;
+	if (!bpf_map_lookup_elem(map_fd(family == AF_INET ? m4 : m6),
+				 family == AF_INET ? (void *)&k4 : (void *)&k6, val))
+		return 1;
+	if (errno == ENOENT)
+		return 0;
+	err = errno;
+	return husk_seterr(err, "egress filter: looking up a rule of ifindex %d: %s",
+			   ifindex, strerror(err));
+}
+
 /* ---- the host's own addresses ---- */
+
+/*
+ * One address of the host, for every VM: a /32 or /128 deny, or absolute.
+ * An address an absolute range holds already (each VM's gateway, in husk's
+ * pool) takes no entry of its own: the block maps are the smaller ones.
+ */
+static int deny_host_one(int family, const void *addr)
+{
+	unsigned max = family == AF_INET ? 32 : 128;
+	struct egress_deny dn;
+	int r;
+
+	if (!host_absolute)
+		return egress_deny_cidr(0, family, addr, max);
+	r = lpm_find(skel->maps.egress_block4, skel->maps.egress_block6, 0, family, addr, &dn);
+	return r < 0 ? r : r ? 0 : egress_block_cidr(family, addr, max);
+}
 
 /*
  * One address of the host, for every VM (ifindex 0). For IPv4 subnets of /30
@@ -573,25 +616,38 @@ int egress_events_poll(void)
  */
 static int deny_host_addr(int family, const void *addr, unsigned prefixlen, int *n)
 {
-	struct in_addr a;
-	uint32_t mask;
+	struct in_addr a, net, bcast;
 	int err;
 
-	err = egress_deny_cidr(0, family, addr, family == AF_INET ? 32 : 128);
+	err = deny_host_one(family, addr);
 	if (err)
 		return err;
 	++*n;
-	if (family != AF_INET || prefixlen >= 31)
+	if (family != AF_INET)
 		return 0;
 	memcpy(&a, addr, 4);
-	mask = htonl(prefixlen ? ~0u << (32 - prefixlen) : 0);
-	a.s_addr &= mask;
-	if ((err = egress_deny_cidr(0, AF_INET, &a, 32)))
-		return err;
-	a.s_addr |= ~mask;
-	if ((err = egress_deny_cidr(0, AF_INET, &a, 32)))
+	if (!ranges_subnet_ends(&a, prefixlen, &net, &bcast))
+		return 0;
+	if ((err = deny_host_one(AF_INET, &net)) || (err = deny_host_one(AF_INET, &bcast)))
 		return err;
 	*n += 2;
+	return 0;
+}
+
+int egress_absolute_builtins(void)
+{
+	unsigned i;
+	int err;
+
+	if ((err = need_open()))
+		return err;
+	host_absolute = true;
+	for (i = 0; i < ranges_nr_builtin; i++) {
+		const struct net_range *r = &ranges_builtin[i];
+
+		if (r->platform && (err = egress_block_cidr(r->family, r->addr, r->plen)))
+			return err;
+	}
 	return 0;
 }
 
@@ -870,6 +926,49 @@ int egress_expire(int ifindex, uint64_t now)
 	}
 	free(keys);
 	return removed;
+}
+
+/*
+ * The filter's policy() for a learned address, from this side: absolute
+ * denies drop it; a deny range (built-in, the host's, the VM's --deny)
+ * keeps every learned address out, and only an allow rule at least as
+ * specific as the range opens it.
+ */
+int egress_learn_closed(int ifindex, int family, const void *addr)
+{
+	struct egress_deny dn;
+	struct egress_allow al;
+	unsigned deny;
+	int r;
+
+	if ((r = need_open()))
+		return r;
+	if (family != AF_INET && family != AF_INET6)
+		return husk_seterr(EAFNOSUPPORT, "egress filter: address family %d", family);
+	deny = ranges_builtin_deny(family, addr, NULL);
+	if (deny == EGRESS_DENY_ABSOLUTE)
+		return 1;
+	r = lpm_find(skel->maps.egress_block4, skel->maps.egress_block6, 0, family, addr, &dn);
+	if (r)
+		return r < 0 ? r : 1;
+	r = lpm_find(skel->maps.egress_deny4, skel->maps.egress_deny6, 0, family, addr, &dn);
+	if (r < 0)
+		return r;
+	if (r && dn.plen > deny)
+		deny = dn.plen;
+	r = lpm_find(skel->maps.egress_deny4, skel->maps.egress_deny6, ifindex, family, addr,
+		     &dn);
+	if (r < 0)
+		return r;
+	if (r && dn.plen > deny)
+		deny = dn.plen;
+	if (!deny)
+		return 0;
+	r = lpm_find(skel->maps.egress_allow4, skel->maps.egress_allow6, ifindex, family, addr,
+		     &al);
+	if (r < 0)
+		return r;
+	return !(r && al.plen >= deny);
 }
 
 /* ---- refused destinations ---- */

@@ -86,11 +86,22 @@ int egress_remove_cidr(int ifindex, bool deny, int family, const void *addr,
 /*
  * Deny addr/prefixlen for every VM, absolutely: no allow rule, however
  * specific, and no learned address opens it (husk's own address pool, the
- * host-wide deny file). DNS to a VM's own gateway, ARP and ND with it are
+ * host-wide deny file, and with egress_absolute_builtins() the platform
+ * endpoints and the host's addresses). DNS to a VM's own gateway, ARP and ND with it are
  * decided before any deny and still pass. Up to EGRESS_MAX_BLOCKS ranges
  * per address family.
  */
 int egress_block_cidr(int family, const void *addr, unsigned int prefixlen);
+
+/*
+ * Close, for every VM of this process, what husk serve keeps closed to a
+ * client that is not an admin whatever its rules say: each cloud platform
+ * endpoint (ranges.h) becomes an absolute deny (egress_block_cidr), and so
+ * does each host address that egress_deny_host_addrs() and
+ * egress_watch_poll() deny from now on (call this first). Without it an
+ * allow of exactly such an address opens it. Until egress_close().
+ */
+int egress_absolute_builtins(void);
 
 /*
  * Deny every address of the host itself, for every VM (ifindex 0 entries):
@@ -98,8 +109,9 @@ int egress_block_cidr(int family, const void *addr, unsigned int prefixlen);
  * on its tap) and the network and broadcast addresses of its IPv4 subnets
  * of /30 and wider. DNS, ARP and ND to a VM's own gateway still pass
  * (checked before the deny list); an explicit allow of the exact /32 or
- * /128 still opens one. A snapshot: egress_watch_host_addrs() keeps it up
- * to date. Returns how many addresses were denied, or -errno.
+ * /128 still opens one, unless egress_absolute_builtins() made them
+ * absolute. A snapshot: egress_watch_host_addrs() keeps it up to date.
+ * Returns how many addresses were denied, or -errno.
  */
 int egress_deny_host_addrs(void);
 /*
@@ -135,6 +147,14 @@ int egress_allow_addr_ttl(int ifindex, int family, const void *addr,
 			  unsigned int ttl_sec, unsigned int protos,
 			  const struct egress_port_range *ranges,
 			  unsigned int nranges);
+/*
+ * Would the filter keep addr closed to ifindex's VM if it were learned
+ * (egress_allow_addr_ttl)? 1 when it is inside an absolute deny, or inside
+ * a deny range (built-in, the host's addresses, the VM's --deny) that no
+ * allow rule of the VM opens; 0 when a learned entry could pass it, or a
+ * static rule already does; -errno when the maps cannot be read.
+ */
+int egress_learn_closed(int ifindex, int family, const void *addr);
 /*
  * Remove the learned addresses of ifindex (0: of every VM) whose TTL ran out
  * by now (CLOCK_MONOTONIC microseconds, util.h now_us()), except those still

@@ -257,6 +257,9 @@ static int tap_side(struct run_egress *N)
 		err = netlink_link_up(N->ifindex);
 	if (!err)
 		err = egress_open();
+	/* Before any host address is denied: with it, they go in as absolute denies. */
+	if (!err && o->absolute_builtins)
+		err = egress_absolute_builtins();
 	if (err)
 		return err;
 	memset(&pol, 0, sizeof(pol));
@@ -352,9 +355,10 @@ static int setup(struct run_egress *N, int *tap_fd)
 	if (err)
 		husk_debug("net: %d range(s) of %s denied", err, deny_file_path());
 	/*
-	 * The host itself is not a destination, unless --allow says so: its
-	 * addresses now, and those it gains while the VM runs (another VM's
-	 * gateway, a DHCP lease, a VPN coming up).
+	 * The host itself is not a destination, unless --allow names one of its
+	 * addresses exactly (never with --absolute-builtins): its addresses now,
+	 * and those it gains while the VM runs (another VM's gateway, a DHCP
+	 * lease, a VPN coming up).
 	 */
 	err = egress_watch_host_addrs();
 	if (err < 0)
@@ -393,6 +397,14 @@ static int learned_forget(void *arg, int family, const uint8_t *addr, uint64_t n
 	return egress_expire_addr(N->ifindex, family, addr, now);
 }
 
+/* Only for --absolute-builtins: what the filter keeps closed, the proxy does not answer. */
+static int learned_closed(void *arg, int family, const uint8_t *addr)
+{
+	struct run_egress *N = arg;
+
+	return egress_learn_closed(N->ifindex, family, addr);
+}
+
 /* A learn request from the helper, already checked field by field. */
 static int on_dns_learn(void *arg, int family, const uint8_t *addr, uint32_t ttl)
 {
@@ -401,8 +413,11 @@ static int on_dns_learn(void *arg, int family, const uint8_t *addr, uint32_t ttl
 	int err = dns_learn_add(&N->learned, family, addr, ttl, now_us());
 
 	inet_ntop(family, addr, a, sizeof(a));
-	/* A full quota is the guest's doing and counted; a failing filter is ours. */
-	if (err && err != -EDQUOT)
+	/*
+	 * A full quota, or a name that resolves into a closed range, is the
+	 * guest's (or the name's) doing and counted; a failing filter is ours.
+	 */
+	if (err && err != -EDQUOT && err != -EACCES)
 		husk_msg("warning: dns: cannot open the filter for %s: %s", a, husk_lasterr());
 	else
 		husk_debug("dns: %s for %u s: %s", a, ttl, err ? husk_lasterr() : "opened");
@@ -555,9 +570,12 @@ static int helper_start(struct run_egress *N)
 
 int run_net_dns_start(struct run_egress *N, const struct husk_cgroup *cg)
 {
-	struct dns_learn_ops ops = { learned_open, learned_forget, N };
+	struct dns_learn_ops ops = { .open = learned_open, .forget = learned_forget, .arg = N };
 	const struct run_opts *o = N->o;
 	int err;
+
+	if (o->absolute_builtins)
+		ops.closed = learned_closed;
 
 	err = dns_root();
 	if (err)

@@ -11,6 +11,7 @@
 
 #include "cli_run.h"
 #include "lib/util.h"
+#include "net/ranges.h"
 #include "serve/api.h"
 
 #define DEFAULT_LIFETIME_S 3600
@@ -654,6 +655,119 @@ static int get_policy(json_t *o, struct api_req *r)
 		}
 		json_object_set(r->policy, keys[k], arr);
 	}
+	return 0;
+}
+
+/* ---- what a client's rules may open ---- */
+
+/* Is allow rule a inside one of the ranges the operator opened to clients? */
+static bool opened_to_clients(const struct run_allow *a, const struct api_net_limits *l)
+{
+	unsigned i;
+
+	for (i = 0; i < l->nr_open; i++)
+		if (l->open[i].family == a->family &&
+		    ranges_within(a->family, run_cidr_addr(a), a->prefixlen,
+				  run_cidr_addr(&l->open[i]), l->open[i].prefixlen))
+			return true;
+	return false;
+}
+
+static int refuse_rule(const struct run_allow *a, const char *what,
+		       const struct net_range *in, const char *why)
+{
+	char rule[256], range[64] = "";
+	struct run_deny d = { .family = in ? in->family : 0 };
+
+	cli_format_allow(a, rule, sizeof(rule));
+	if (in && !in->platform) {
+		if (d.family == AF_INET)
+			memcpy(&d.addr, in->addr, 4);
+		else
+			memcpy(&d.addr6, in->addr, 16);
+		d.prefixlen = in->plen;
+		cli_format_deny(&d, range, sizeof(range));
+	}
+	return husk_seterr(EACCES, "allow %s reaches %s%s%s%s: %s", rule, what,
+			   range[0] ? " (" : "", range, range[0] ? ")" : "", why);
+}
+
+#define NOT_FOR_CLIENTS "closed to clients that are not admins of this daemon"
+#define NOT_HERE "this sandbox keeps it closed (it was started for a client that is " \
+		 "not an admin, or from a warm pool)"
+
+/*
+ * An allow rule opens something inside a deny range of the filter only
+ * when it lies inside that range (a wider rule is less specific than the
+ * range and opens none of it): so a rule is refused when it lies inside a
+ * range that is closed to the client.
+ */
+static int rule_check(const struct run_allow *a, const struct api_net_limits *l, bool client)
+{
+	const struct net_range *platform = NULL, *never = NULL, *closed = NULL;
+	unsigned i, max = a->family == AF_INET ? 32 : 128;
+	const void *addr = run_cidr_addr(a);
+	int host;
+
+	for (i = 0; i < ranges_nr_builtin; i++) {
+		const struct net_range *r = &ranges_builtin[i];
+
+		if (r->family != a->family ||
+		    !ranges_within(a->family, addr, a->prefixlen, r->addr, r->plen))
+			continue;
+		if (r->platform)
+			platform = r;
+		else if (r->strength == EGRESS_DENY_ABSOLUTE)
+			never = r;
+		else
+			closed = r;
+	}
+	/* Of the ranges it lies in, the one that says most about it. */
+	if (platform)
+		return refuse_rule(a, platform->what, NULL, client ? NOT_FOR_CLIENTS : NOT_HERE);
+	if (client && never)
+		return refuse_rule(a, never->what, never, "no rule opens it");
+	if (client && closed && !opened_to_clients(a, l))
+		return refuse_rule(a, closed->what, closed, NOT_FOR_CLIENTS " unless the "
+				   "operator opens it (husk serve --client-allow)");
+	if (a->prefixlen < max || !l->is_host)
+		return 0;
+	host = l->is_host(a->family, addr);
+	if (!host)
+		return 0;
+	return refuse_rule(a, host > 0 ? "an address of this host" : "what may be an address "
+			   "of this host (its addresses cannot be listed)", NULL,
+			   client ? NOT_FOR_CLIENTS : NOT_HERE);
+}
+
+int api_check_rules(const struct api_req *r, const struct api_net_limits *l, bool client)
+{
+	json_t *arr = json_object_get(r->root, "allow"), *v;
+	struct run_allow a;
+	size_t i;
+	int err;
+
+	json_array_foreach(arr, i, v) {
+		if (!json_is_string(v) || cli_parse_allow(json_string_value(v), &a))
+			return husk_seterr(EINVAL, "allow[%zu] is not a rule", i);
+		err = rule_check(&a, l, client);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+int api_strict_worker(struct api_req *r)
+{
+	int err;
+
+	if ((r->op != OP_RUN && r->op != OP_CREATE) || !r->net_policy || r->strict_net)
+		return 0;
+	err = warg(r, "--absolute-builtins");
+	if (err)
+		return err;
+	r->wargv[r->wargc] = NULL;
+	r->strict_net = true;
 	return 0;
 }
 

@@ -40,6 +40,7 @@ enum api_op {
 #define E_FAILED "failed"
 #define E_SHUTTING_DOWN "shutting-down"
 #define E_INTERNAL "internal"
+#define E_FORBIDDEN "forbidden"
 
 /* A command (run's job, exec). */
 struct api_cmd {
@@ -89,6 +90,8 @@ struct api_req {
 					 * run, create with net_pool: its rules, or NULL */
 	bool net_pool;			/* run, create: net egress and its rules only: a
 					 * networked pool's clone fits */
+	bool strict_net;		/* run, create: the worker runs with
+					 * --absolute-builtins (api_strict_worker) */
 };
 
 /*
@@ -98,6 +101,38 @@ struct api_req {
  */
 int api_parse(const char *line, size_t len, struct api_req *r, const char **code);
 void api_req_free(struct api_req *r);
+
+/*
+ * What the egress rules of a client that is not an admin may open
+ * (docs/security.md, "What a client's policy may open"): public unicast,
+ * and inside the filter's private and special-purpose ranges only what
+ * the operator opened to clients. Never a cloud platform endpoint, an
+ * address of the host, or a range no rule opens (loopback, multicast...).
+ */
+struct run_deny;
+struct api_net_limits {
+	const struct run_deny *open;	/* the operator's --client-allow ranges */
+	unsigned nr_open;
+	/* 1 when addr is one of the host's own addresses, 0 not, -errno (taken as 1). */
+	int (*is_host)(int family, const void *addr);
+};
+
+/*
+ * The "allow" rules of r (run, create, policy), each against l: 0, or
+ * -EACCES with the first rule refused and why in husk_lasterr() (answer
+ * E_FORBIDDEN). client: the whole check, for a client that is not an
+ * admin. !client: only what a worker with --absolute-builtins keeps closed
+ * whatever its rules say (platform endpoints, the host's addresses): an
+ * admin's rules for such a worker.
+ */
+int api_check_rules(const struct api_req *r, const struct api_net_limits *l, bool client);
+
+/*
+ * run, create with net egress: the worker keeps the platform endpoints and
+ * the host's addresses closed whatever its rules say (--absolute-builtins,
+ * r->strict_net). 0 or -errno.
+ */
+int api_strict_worker(struct api_req *r);
 
 /* More than API_MAX_DEPTH levels of brackets (outside strings) in s[0..n). */
 bool api_too_deep(const char *s, size_t n);

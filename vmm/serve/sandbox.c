@@ -180,19 +180,24 @@ struct sandbox *sb_spawn(const struct api_req *r, const char *pool_template)
 		pargv[7] = "--timeout";
 		pargv[8] = life;
 		/* A template with a NIC: its clones wait with the network up and
-		 * no rule (everything denied) until a request's rules arrive. */
+		 * no rule (everything denied) until a request's rules arrive. They
+		 * may serve any client: the platform endpoints and the host's
+		 * addresses stay closed (serve.c, rules_refused). */
 		sb->pool_net = serve_template_net(pool_template);
 		if (sb->pool_net) {
 			pargv[n++] = "--net";
 			pargv[n++] = "egress";
 			pargv[n++] = "--policy-fd";
 			pargv[n++] = API_WORKER_POLICY_FD;
+			pargv[n++] = "--absolute-builtins";
+			sb->strict_net = true;
 		}
 		err = start_worker(sb, pargv, n, sb->pool_net);
 	} else {
 		snprintf(sb->template_name, sizeof(sb->template_name), "%s",
 			 r->template_name ? r->template_name : "");
 		sb->machine_default = r->machine_default;
+		sb->strict_net = r->strict_net;
 		sb->mem_mib = r->mem_mib;
 		err = start_worker(sb, (char **)r->wargv, r->wargc, r->net_policy);
 	}

@@ -28,6 +28,7 @@
 #include "config.h"
 #include "lib/accounts.h"
 #include "lib/util.h"
+#include "net/ranges.h"
 #include "run/run.h"
 #include "serve/metrics.h"
 #include "serve/serve_int.h"
@@ -46,6 +47,7 @@ const char serve_usage[] =
 	"                  [--max-vms N] [--max-mem MiB] [--max-queue N]\n"
 	"                  [--pool TEMPLATE=K]... [--metrics ADDR:PORT]\n"
 	"                  [--config FILE] [--grace SEC] [--template-dir DIR] [--verbose]\n"
+	"                  [--client-allow CIDR]...\n"
 	"\n"
 	"Run sandboxes for clients on a Unix socket (JSON lines, docs/api.md).\n"
 	"\n"
@@ -60,7 +62,10 @@ const char serve_usage[] =
 	"  --config FILE       key = value lines (max_vms, max_mem, max_queue, pool.T = K),\n"
 	"                      read at start and again on SIGHUP\n"
 	"  --grace SEC         on SIGTERM, how long running work may finish (default 30)\n"
-	"  --template-dir DIR  where templates live (default /var/lib/husk/templates)\n";
+	"  --template-dir DIR  where templates live (default /var/lib/husk/templates)\n"
+	"  --client-allow CIDR clients that are not admins may open CIDR, a part of the\n"
+	"                      private and special-purpose ranges (default: public\n"
+	"                      unicast only); config key client_allow\n";
 
 /* ---- configuration ---- */
 
@@ -85,6 +90,18 @@ static int parse_pool(const char *arg, struct serve_cfg *c)
 	snprintf(c->pools[i].template_name, sizeof(c->pools[i].template_name), "%.*s",
 		 (int)(eq - arg), arg);
 	c->pools[i].k = (unsigned)k;
+	return 0;
+}
+
+/* One range clients that are not admins may open (--client-allow, client_allow). */
+static int add_client_allow(const char *arg, struct serve_cfg *c)
+{
+	if (c->nr_client_allow == SERVE_MAX_CLIENT_ALLOW)
+		return husk_seterr(E2BIG, "at most %d client_allow ranges", SERVE_MAX_CLIENT_ALLOW);
+	if (cli_parse_deny(arg, &c->client_allow[c->nr_client_allow]))
+		return husk_seterr(EINVAL, "client_allow %s: want a.b.c.d/len or [IPv6]/len, "
+				   "host bits zero", arg);
+	c->nr_client_allow++;
 	return 0;
 }
 
@@ -120,7 +137,7 @@ static void defaults(struct serve_cfg *c)
 int serve_parse(int argc, char **argv, struct serve_cfg *c)
 {
 	enum { O_SOCKET = 256, O_GROUP, O_ADMIN, O_MAX_VMS, O_MAX_MEM, O_MAX_QUEUE, O_POOL,
-	       O_METRICS, O_CONFIG, O_GRACE, O_TDIR, O_VERBOSE, O_HELP };
+	       O_METRICS, O_CONFIG, O_GRACE, O_TDIR, O_VERBOSE, O_HELP, O_CLIENT_ALLOW };
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, O_SOCKET },
 		{ "group", required_argument, NULL, O_GROUP },
@@ -135,6 +152,7 @@ int serve_parse(int argc, char **argv, struct serve_cfg *c)
 		{ "template-dir", required_argument, NULL, O_TDIR },
 		{ "verbose", no_argument, NULL, O_VERBOSE },
 		{ "help", no_argument, NULL, O_HELP },
+		{ "client-allow", required_argument, NULL, O_CLIENT_ALLOW },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t v;
@@ -186,6 +204,9 @@ int serve_parse(int argc, char **argv, struct serve_cfg *c)
 		case O_VERBOSE:
 			c->verbose = true;
 			break;
+		case O_CLIENT_ALLOW:
+			err = add_client_allow(optarg, c);
+			break;
 		case O_HELP:
 			return 1;
 		default:
@@ -206,6 +227,7 @@ int serve_read_config(const char *path, struct serve_cfg *c)
 	unsigned n = 0;
 	uint64_t v;
 	int err = 0;
+	bool client_allow_seen = false;
 
 	if (!f)
 		return husk_seterr(errno, "--config %s: %s", path, strerror(errno));
@@ -223,6 +245,13 @@ int serve_read_config(const char *path, struct serve_cfg *c)
 		} else if (!strcmp(key, "max_queue")) {
 			err = parse_u64(val, 0, 100000, &v);
 			c->max_queue = v;
+		} else if (!strcmp(key, "client_allow")) {
+			/* The file's lines are the list: they replace the one in force. */
+			if (!client_allow_seen)
+				c->nr_client_allow = 0;
+			client_allow_seen = true;
+			if (strcmp(val, "none") && (err = add_client_allow(val, c)))
+				husk_seterr(err, "%s:%u: %s", path, n, husk_lasterr());
 		} else if (!strncmp(key, "pool.", 5) && key[5]) {
 			char arg[200];
 
@@ -727,16 +756,51 @@ static void reply_err(struct bind *to, const char *code, const char *msg)
 	bind_send(to, api_error(to->re, code, msg, NULL));
 }
 
+/*
+ * What a client's egress rules may open (docs/security.md, "What a
+ * client's policy may open"). A client that is not an admin gets no rule
+ * into a range closed to clients, and a worker that keeps the platform
+ * endpoints and the host's addresses closed whatever its rules say. An
+ * admin keeps husk run's rules, except on such a worker (a client's
+ * sandbox, a pooled clone): a run or create that opens one of those takes
+ * no pooled clone, a policy that does is refused. Returns the error code
+ * the request was answered with, or NULL to go on.
+ */
+static const char *rules_refused(struct client *c, struct api_req *r, const struct sandbox *sb,
+				 struct bind *to)
+{
+	const struct api_net_limits lim = { srv.cfg.client_allow, srv.cfg.nr_client_allow,
+					    ranges_is_host_addr };
+
+	if (c->admin && !sb) {
+		if (r->net_pool && api_check_rules(r, &lim, false))
+			r->net_pool = false;
+		return NULL;
+	}
+	if ((!c->admin || sb->strict_net) && api_check_rules(r, &lim, !c->admin)) {
+		reply_err(to, E_FORBIDDEN, husk_lasterr());
+		return E_FORBIDDEN;
+	}
+	if (!sb && api_strict_worker(r)) {
+		reply_err(to, E_BAD, husk_lasterr());
+		return E_BAD;
+	}
+	return NULL;
+}
+
 static const char *handle(struct client *c, struct api_req *r)
 {
 	struct bind to = { c, r->id };
 	struct sandbox *sb = NULL;
+	const char *code;
 	struct xreq *x;
 	json_t *arr;
 
 	switch (r->op) {
 	case OP_RUN:
 	case OP_CREATE:
+		if ((code = rules_refused(c, r, NULL, &to)))
+			return code;
 		admit(&to, r);
 		return "ok";
 	case OP_HEALTH:
@@ -823,6 +887,8 @@ static const char *handle(struct client *c, struct api_req *r)
 			reply_err(&to, E_GONE, "the sandbox has ended");
 			return E_GONE;
 		}
+		if ((code = rules_refused(c, r, sb, &to)))
+			return code;
 		if (sb_policy(sb, &to, r->policy)) {
 			reply_err(&to, E_CONFLICT, husk_lasterr());
 			return E_CONFLICT;

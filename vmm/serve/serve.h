@@ -17,7 +17,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "cli_run.h"
+
 #define SERVE_MAX_POOLS 8
+#define SERVE_MAX_CLIENT_ALLOW 64
 #define SERVE_DEFAULT_SOCKET "/run/husk/serve.sock"
 
 struct serve_pool_cfg {
@@ -40,6 +43,12 @@ struct serve_cfg {
 	const char *template_dir;	/* NULL: the default */
 	const char *husk_path;		/* the binary the workers run */
 	bool verbose;
+	/*
+	 * What clients that are not admins may open inside the filter's
+	 * private and special-purpose ranges (--client-allow, client_allow).
+	 */
+	struct run_deny client_allow[SERVE_MAX_CLIENT_ALLOW];
+	unsigned nr_client_allow;
 };
 
 /* Parse `husk serve ...` (argv[0] is "serve"). 0, or -EINVAL (husk_lasterr()). */

@@ -83,6 +83,7 @@ struct sandbox {
 	const char *start_kind;		/* "cold", "template", "pool" */
 	bool from_pool;
 	bool pool_net;			/* a pooled clone with net egress (and no rule yet) */
+	bool strict_net;		/* its worker runs with --absolute-builtins */
 	bool rules_pending;		/* its request's rules sent as a policy, unanswered */
 	bool rules_set;			/* ... and applied */
 	bool warming;			/* a pooled clone running its warm-up exec */
