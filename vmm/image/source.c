@@ -17,11 +17,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include "image/source.h"
+#include "image/tool.h"
 #include "lib/digest.h"
 #include "lib/util.h"
 
@@ -693,32 +693,18 @@ out:
  */
 static int directory(const char *dir, const char *workdir, struct image_source *s)
 {
-	int fd = tmp_file(workdir), st, err;
-	pid_t pid;
+	char *argv[] = { "tar", "--sort=name", "--numeric-owner", "--format=pax",
+			 "--pax-option=delete=atime,delete=ctime", "--no-xattrs",
+			 "--one-file-system", "-C", (char *)dir, "-cf", "-", ".", NULL };
+	int fd = tmp_file(workdir), err;
 
 	if (fd < 0)
 		return fd;
-	pid = fork();
-	if (pid < 0) {
-		close(fd);
-		return husk_seterr(errno, "fork: %s", strerror(errno));
-	}
-	if (!pid) {
-		dup2(fd, 1);
-		execlp("tar", "tar", "--sort=name", "--numeric-owner", "--format=pax",
-		       "--pax-option=delete=atime,delete=ctime", "--no-xattrs",
-		       "--one-file-system", "-C", dir, "-cf", "-", ".", (char *)NULL);
-		_exit(127);
-	}
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
-		close(fd);
-		return husk_seterr(EIO, "tar of %s failed (%s %d)", dir,
-				   WIFEXITED(st) ? "exit" : "signal",
-				   WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
-	}
-	err = hash_copy(fd, 0, UINT64_MAX, -1, s->layers[0].digest);
+	err = image_tool_run(argv, "tar", fd);
+	if (err)
+		err = husk_seterr(-err, "reading the tree %s: %s", dir, husk_lasterr());
+	if (!err)
+		err = hash_copy(fd, 0, UINT64_MAX, -1, s->layers[0].digest);
 	/* tar wrote through a dup of fd: its offset is at the end. */
 	if (!err && lseek(fd, 0, SEEK_SET))
 		err = husk_seterr(errno, "rewinding the tree's tar: %s", strerror(errno));
