@@ -3,9 +3,11 @@
  *
  * A layout or archive is a "box" of named files: a directory (opened
  * beneath it, never through a symbolic link) or an uncompressed tar whose
- * regular members are indexed once. A member of an archive is copied into
- * an unnamed temporary file while it is hashed, so what is parsed or applied
- * later is exactly what was verified, and nothing is left behind.
+ * regular members are indexed once. Every file of a box, a layout
+ * directory's too, is copied into an unnamed temporary file while it is
+ * hashed, so what is parsed or applied later is exactly what was verified
+ * (a file rewritten in place after its hash changes nothing), and nothing
+ * is left behind.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -328,35 +330,41 @@ static bool has(const struct box *b, const char *name)
 }
 
 /*
- * Open name for reading with its digest computed; when want is given the
- * digest must match. Returns an fd positioned at 0.
+ * A private copy of name, made while its digest is computed; when want is
+ * given the digest must match. Returns the copy's fd, positioned at 0: what
+ * is parsed or applied later is exactly what was hashed, whoever can write
+ * the source meanwhile.
  */
 static int fetch(const struct box *b, const char *name, const char *want,
 		 char digest[IMAGE_DIGEST_LEN])
 {
-	const struct member *m;
+	const struct member *m = NULL;
 	struct stat st;
-	int fd, err;
+	int src = -1, fd, err;
 
 	if (b->dirfd >= 0) {
-		fd = open_beneath(b->dirfd, name);
-		if (fd < 0)
-			return husk_seterr(-fd, "%s: %s", name, fd == -ELOOP || fd == -EXDEV ?
-					   "a symbolic link (refused)" : strerror(-fd));
-		if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-			close(fd);
+		src = open_beneath(b->dirfd, name);
+		if (src < 0)
+			return husk_seterr(-src, "%s: %s", name, src == -ELOOP || src == -EXDEV ?
+					   "a symbolic link (refused)" : strerror(-src));
+		if (fstat(src, &st) || !S_ISREG(st.st_mode)) {
+			close(src);
 			return husk_seterr(EINVAL, "%s: not a regular file", name);
 		}
-		err = hash_copy(fd, 0, UINT64_MAX, -1, digest);
-	} else {
-		m = find(b, name);
-		if (!m)
-			return husk_seterr(ENOENT, "%s: not in the archive", name);
-		fd = tmp_file(b->workdir);
-		if (fd < 0)
-			return fd;
-		err = hash_copy(b->fd, m->off, m->size, fd, digest);
+	} else if (!(m = find(b, name))) {
+		return husk_seterr(ENOENT, "%s: not in the archive", name);
 	}
+	fd = tmp_file(b->workdir);
+	if (fd >= 0 && m)
+		err = hash_copy(b->fd, m->off, m->size, fd, digest);
+	else if (fd >= 0)
+		err = hash_copy(src, 0, UINT64_MAX, fd, digest);
+	else
+		err = fd;
+	if (src >= 0)
+		close(src);
+	if (fd < 0)
+		return fd;
 	if (err) {
 		close(fd);
 		return husk_seterr(-err, "%s: %s", name, husk_lasterr());

@@ -36,7 +36,8 @@ struct image_source {
 /*
  * Open src (ref: which image of a layout or archive holding several, by its
  * org.opencontainers.image.ref.name or docker tag; NULL when there is one)
- * and verify it. Copies of archive members are unnamed files in workdir.
+ * and verify it. Every blob used is a private copy (an unnamed file in
+ * workdir) made while it was hashed.
  * 0, or -errno with husk_lasterr() saying what is wrong with the source.
  */
 int image_source_open(const char *src, const char *ref, const char *workdir,
