@@ -2,10 +2,13 @@
  * Unit tests for serve/api: which requests a pooled clone may serve. A
  * request that changes the machine never takes one; one whose only change
  * is net egress (with or without rules) may take a networked template's
- * clone, and its rules then travel as the policy message.
+ * clone, and its rules then travel as the policy message. Images are
+ * booted by name only: keys and containers' roots are not-found.
  */
+#include <stdio.h>
 #include <string.h>
 
+#include "lib/util.h"
 #include "serve/api.h"
 #include "suites.h"
 
@@ -95,6 +98,41 @@ START_TEST(bad_rule_is_refused)
 }
 END_TEST
 
+/* A run or create on image, refused as an image that does not exist. */
+static void image_not_found(const char *op, const char *image)
+{
+	char line[512];
+	const char *code;
+
+	snprintf(line, sizeof(line), "{\"id\":1,\"op\":\"%s\",\"image\":\"%s\"%s}", op, image,
+		 strcmp(op, "run") ? "" : ",\"argv\":[\"true\"]");
+	api_req_free(&r);
+	ck_assert_msg(api_parse(line, strlen(line), &r, &code) != 0, "taken: %s", line);
+	ck_assert_str_eq(code, E_NOT_FOUND);
+	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "no image"));
+}
+
+/*
+ * A container's root (husk-runc names it oci-<sha256 of the ID>) and any
+ * key or key prefix are not images a client can boot; names are.
+ */
+START_TEST(container_roots_and_keys_are_not_served)
+{
+	static const char oci[] = "oci-5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8";
+
+	image_not_found("run", oci);
+	image_not_found("create", oci);
+	image_not_found("run", "oci-x");
+	image_not_found("run", "0123456789ab");
+	image_not_found("create", "5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8");
+	parse("{\"id\":1,\"op\":\"run\",\"image\":\"python:3.12\",\"argv\":[\"true\"]}");
+	ck_assert(!r.machine_default);
+	parse("{\"id\":1,\"op\":\"create\",\"image\":\"0123456789a\"}");
+	parse("{\"id\":1,\"op\":\"create\",\"image\":\"ABCDEF0123456\"}");
+	parse("{\"id\":1,\"op\":\"create\",\"image\":\"my-oci-tools\"}");
+}
+END_TEST
+
 Suite *api_suite(void)
 {
 	Suite *s = suite_create("api");
@@ -106,6 +144,10 @@ Suite *api_suite(void)
 	tcase_add_test(tc, egress_rules_become_the_policy);
 	tcase_add_test(tc, machine_changes_take_no_pool);
 	tcase_add_test(tc, bad_rule_is_refused);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("image");
+	tcase_add_checked_fixture(tc, NULL, teardown);
+	tcase_add_test(tc, container_roots_and_keys_are_not_served);
 	suite_add_tcase(s, tc);
 	return s;
 }

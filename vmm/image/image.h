@@ -16,6 +16,7 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 #define IMAGE_DEFAULT_DIR "/var/lib/husk/images"
 /* Where guest-init sits in an imported image (the kernel's init=). */
@@ -54,5 +55,20 @@ void image_info_free(struct image_info *i);
 
 /* A name: 1-128 of [A-Za-z0-9._:/@+-], starting with a letter or digit, no "..". */
 int image_name_check(const char *name);
+
+/*
+ * image_find() and image_rm() take IMAGE_KEY_PREFIX_MIN to 64 lower-case
+ * hex digits as a key or a key's prefix, not as a name. image_is_key(s,
+ * min): s is min to 64 such digits.
+ */
+#define IMAGE_KEY_PREFIX_MIN 12
+bool image_is_key(const char *s, size_t min);
+
+/*
+ * The names husk-runc gives the roots of its containers (IMAGE_OCI_PREFIX
+ * and the SHA-256 of the container's ID): an engine's users' files, which
+ * husk serve never boots.
+ */
+#define IMAGE_OCI_PREFIX "oci-"
 
 #endif

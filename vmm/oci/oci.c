@@ -181,7 +181,7 @@ static void image_name(const char *id, char out[72])
 
 	digest_sha256(id, strlen(id), d);
 	digest_hex(d, sizeof(d), hex);
-	snprintf(out, 72, "oci-%s", hex);
+	snprintf(out, 72, IMAGE_OCI_PREFIX "%s", hex);
 }
 
 /* Drop the container's name from the store (its image goes with its last name). */
