@@ -4,7 +4,8 @@
  * the staging tree, the attribute table and the stats are checked, and
  * hostile layers must fail with nothing written outside the staging root.
  * And for source: a layer read from an OCI layout directory is the layer
- * whose digest was checked, whatever happens to the directory afterwards.
+ * whose digest was checked, whatever happens to the directory afterwards,
+ * and a root directory read as another user is what that user may read.
  *
  * Every test works in its own mkdtemp directory under /tmp:
  *   base/root     the staging root the tree is applied to
@@ -1493,6 +1494,45 @@ START_TEST(layout_layer_rewritten_after_its_hash)
 }
 END_TEST
 
+/*
+ * A root directory read as another user (a bundle of that user's): what
+ * the user may read is the layer; a file only root may read stops it.
+ */
+START_TEST(tree_read_as_its_owner)
+{
+	const struct image_reader nobody = { .uid = 65534, .gid = 65534 };
+	char tree_dir[128], path[256];
+	struct image_source src;
+	int fd;
+
+	if (!unit_need_root("tree_read_as_its_owner"))
+		return;
+	ck_assert_int_eq(chmod(base, 0755), 0);
+	snprintf(tree_dir, sizeof(tree_dir), "%s/tree", base);
+	ck_assert_int_eq(mkdir(tree_dir, 0755), 0);
+	snprintf(path, sizeof(path), "%s/hello", tree_dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	ck_assert_int_eq(write(fd, "hi\n", 3), 3);
+	close(fd);
+	ck_assert_msg(image_source_open_tree(tree_dir, base, &nobody, &src) == 0, "%s",
+		      husk_lasterr());
+	ck_assert_str_eq(src.kind, "directory");
+	ck_assert_uint_eq(src.n_layers, 1);
+	expect_ok(layer_apply_fd(tree, src.layers[0].fd, 1));
+	assert_content("hello", "hi\n");
+	image_source_close(&src);
+
+	snprintf(path, sizeof(path), "%s/secret", tree_dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	close(fd);
+	ck_assert_int_ne(image_source_open_tree(tree_dir, base, &nobody, &src), 0);
+	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "./secret: Cannot open: Permission denied"));
+	/* As we are, the same tree is read whole. */
+	ck_assert_int_eq(image_source_open_tree(tree_dir, base, NULL, &src), 0);
+	image_source_close(&src);
+}
+END_TEST
+
 Suite *layer_suite(void)
 {
 	Suite *s = suite_create("layer");
@@ -1548,6 +1588,7 @@ Suite *layer_suite(void)
 	tcase_add_test(f, reads_from_a_pipe);
 
 	tcase_add_test(src, layout_layer_rewritten_after_its_hash);
+	tcase_add_test(src, tree_read_as_its_owner);
 
 	suite_add_tcase(s, tr);
 	suite_add_tcase(s, h);

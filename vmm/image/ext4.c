@@ -27,7 +27,7 @@ static int mke2fs(const char *stage, const char *out, uint64_t bytes, uint64_t e
 
 	snprintf(size, sizeof(size), "%lluk", (unsigned long long)kib);
 	snprintf(inodes, sizeof(inodes), "%llu", (unsigned long long)(entries + entries / 10 + 64));
-	return image_tool_run(argv, "e2fsprogs", -1);
+	return image_tool_run(argv, "e2fsprogs", -1, NULL);
 }
 
 struct fix {

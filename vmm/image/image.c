@@ -441,7 +441,10 @@ int image_import(const struct image_import_opts *o)
 	err = file_digest(o->init, idig);
 	if (err)
 		goto out;
-	err = image_source_open(o->src, o->ref, o->dir, &S.s);
+	if (o->tree)
+		err = image_source_open_tree(o->src, o->dir, o->read_as, &S.s);
+	else
+		err = image_source_open(o->src, o->ref, o->dir, &S.s);
 	if (err)
 		goto out;
 	err = job_config(S.s.config, &cfg);
@@ -517,7 +520,9 @@ int image_import(const struct image_import_opts *o)
 	}
 	if (!err)
 		err = meta_save(S.dfd, key, m);
-	if (!err)
+	if (!err && o->key_out)
+		memcpy(o->key_out, key, sizeof(key));
+	else if (!err)
 		print_result(o, key, m, again, (now_us() - t0) / 1e6);
 	json_decref(m);
 out:

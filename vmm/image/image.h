@@ -23,6 +23,8 @@
 #define IMAGE_INIT_PATH "/.husk/init"
 #define IMAGE_MAX_ARGS 256
 
+struct image_reader;
+
 struct image_import_opts {
 	const char *src;
 	const char *name;	/* NULL: the image is known by its key only */
@@ -30,9 +32,15 @@ struct image_import_opts {
 	const char *dir;
 	const char *init;	/* guest-init binary */
 	bool json;
+	bool tree;		/* src is a root directory, never taken for a layout */
+	const struct image_reader *read_as;	/* with tree: read as this user */
+	char *key_out;		/* [65]: the image's key, and nothing printed */
 };
 
-/* Import; prints what was done (a line, or JSON). 0, or -errno with husk_lasterr(). */
+/*
+ * Import; prints what was done (a line, or JSON) unless key_out is given.
+ * 0, or -errno with husk_lasterr().
+ */
 int image_import(const struct image_import_opts *o);
 int image_ls(const char *dir, bool json);
 /* Remove a name; the image goes with its last name (or when named by its key). */

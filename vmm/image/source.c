@@ -694,25 +694,35 @@ out:
 /* ---- an unpacked root directory ---- */
 
 /*
- * The tree as one layer: GNU tar, sorted, numeric owners, as the caller can
- * read it. Its digest is the import's key, so it holds only what the image
- * keeps: pax headers without atime (which reading the tree changes) and
- * ctime, or an unchanged tree would never be the same image twice.
+ * The tree as one layer: GNU tar, sorted, numeric owners, as the caller (or
+ * as) can read it. Its digest is the import's key, so it holds only what
+ * the image keeps: pax headers without atime (which reading the tree
+ * changes) and ctime, or an unchanged tree would never be the same image
+ * twice. tar run as another user is that user's process, which can reopen
+ * its output through /proc while it lives: the layer is then a copy of it
+ * made while hashing, as a layout's blobs are.
  */
-static int directory(const char *dir, const char *workdir, struct image_source *s)
+static int directory(const char *dir, const char *workdir, const struct image_reader *as,
+		     struct image_source *s)
 {
 	char *argv[] = { "tar", "--sort=name", "--numeric-owner", "--format=pax",
 			 "--pax-option=delete=atime,delete=ctime", "--no-xattrs",
 			 "--one-file-system", "-C", (char *)dir, "-cf", "-", ".", NULL };
-	int fd = tmp_file(workdir), err;
+	int fd = tmp_file(workdir), copy = -1, err;
 
 	if (fd < 0)
 		return fd;
-	err = image_tool_run(argv, "tar", fd);
+	err = image_tool_run(argv, "tar", fd, as);
 	if (err)
 		err = husk_seterr(-err, "reading the tree %s: %s", dir, husk_lasterr());
+	if (!err && as && (copy = tmp_file(workdir)) < 0)
+		err = copy;
 	if (!err)
-		err = hash_copy(fd, 0, UINT64_MAX, -1, s->layers[0].digest);
+		err = hash_copy(fd, 0, UINT64_MAX, copy, s->layers[0].digest);
+	if (copy >= 0) {
+		close(fd);
+		fd = copy;
+	}
 	/* tar wrote through a dup of fd: its offset is at the end. */
 	if (!err && lseek(fd, 0, SEEK_SET))
 		err = husk_seterr(errno, "rewinding the tree's tar: %s", strerror(errno));
@@ -780,19 +790,51 @@ static int gunzip_to_tmp(int in, const char *workdir)
 	return out;
 }
 
+static void source_init(struct image_source *s)
+{
+	memset(s, 0, sizeof(*s));
+	for (size_t i = 0; i < IMAGE_MAX_LAYERS; i++)
+		s->layers[i].fd = -1;
+}
+
+/* The identity: what the image is made of, in order. */
+static void source_id(struct image_source *s)
+{
+	char ids[IMAGE_MAX_LAYERS * IMAGE_DIGEST_LEN + IMAGE_DIGEST_LEN + 32];
+	size_t o;
+
+	o = (size_t)snprintf(ids, sizeof(ids), "husk-image-1 %s", s->config ? s->config_digest : "-");
+	for (unsigned i = 0; i < s->n_layers; i++)
+		o += (size_t)snprintf(ids + o, sizeof(ids) - o, " %s", s->layers[i].digest);
+	image_sha256(ids, o, s->id);
+}
+
+int image_source_open_tree(const char *dir, const char *workdir, const struct image_reader *as,
+			   struct image_source *s)
+{
+	int err;
+
+	source_init(s);
+	s->kind = "directory";
+	err = directory(dir, workdir, as, s);
+	if (err) {
+		image_source_close(s);
+		return err;
+	}
+	source_id(s);
+	return 0;
+}
+
 int image_source_open(const char *src, const char *ref, const char *workdir,
 		      struct image_source *s)
 {
 	struct box b = { .dirfd = -1, .fd = -1, .workdir = workdir };
 	unsigned char magic[2];
 	struct stat st;
-	char ids[IMAGE_MAX_LAYERS * IMAGE_DIGEST_LEN + IMAGE_DIGEST_LEN + 32];
-	size_t o, i;
+	size_t i;
 	int err;
 
-	memset(s, 0, sizeof(*s));
-	for (i = 0; i < IMAGE_MAX_LAYERS; i++)
-		s->layers[i].fd = -1;
+	source_init(s);
 	if (stat(src, &st))
 		return husk_seterr(errno, "%s: %s", src, strerror(errno));
 	if (S_ISDIR(st.st_mode)) {
@@ -808,7 +850,7 @@ int image_source_open(const char *src, const char *ref, const char *workdir,
 		} else {
 			s->kind = "directory";
 			err = ref ? husk_seterr(EINVAL, "--ref: a root directory holds one image")
-				  : directory(src, workdir, s);
+				  : directory(src, workdir, NULL, s);
 		}
 	} else if (S_ISREG(st.st_mode)) {
 		b.fd = open(src, O_RDONLY | O_CLOEXEC);
@@ -850,12 +892,7 @@ int image_source_open(const char *src, const char *ref, const char *workdir,
 		image_source_close(s);
 		return err;
 	}
-	/* The identity: what the image is made of, in order. */
-	o = (size_t)snprintf(ids, sizeof(ids), "husk-image-1 %s",
-			     s->config ? s->config_digest : "-");
-	for (i = 0; i < s->n_layers; i++)
-		o += (size_t)snprintf(ids + o, sizeof(ids) - o, " %s", s->layers[i].digest);
-	image_sha256(ids, o, s->id);
+	source_id(s);
 	return 0;
 }
 

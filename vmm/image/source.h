@@ -14,6 +14,8 @@
 
 #include <limits.h>
 
+#include "image/tool.h"
+
 #define IMAGE_DIGEST_LEN 72	/* "sha256:" + 64 hex + NUL, rounded */
 #define IMAGE_MAX_LAYERS 256
 #define IMAGE_MAX_JSON (4u << 20)
@@ -42,6 +44,14 @@ struct image_source {
  */
 int image_source_open(const char *src, const char *ref, const char *workdir,
 		      struct image_source *s);
+/*
+ * Open dir as an unpacked root directory, whatever it holds (a container's
+ * root is never taken for a layout), read by tar as `as` when given (a
+ * bundle of another user's: the tree is what that user can read), else as
+ * we are. 0, or -errno with husk_lasterr().
+ */
+int image_source_open_tree(const char *dir, const char *workdir, const struct image_reader *as,
+			   struct image_source *s);
 void image_source_close(struct image_source *s);
 
 /* "sha256:<hex>" of a buffer, and of a whole file from its start. */

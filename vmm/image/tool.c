@@ -5,8 +5,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <grp.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -54,7 +56,21 @@ static void first_words(int fd, char *out, size_t cap)
 	husk_escape(out, cap, line);
 }
 
-static pid_t start(const char *path, char *const argv[], int out_fd, int err_fd)
+/* The calling process becomes as, for good: no groups, then gid, then uid. */
+static int become(const struct image_reader *as)
+{
+	uid_t r, e, s;
+
+	if (setgroups(0, NULL) || setresgid(as->gid, as->gid, as->gid) ||
+	    setresuid(as->uid, as->uid, as->uid) || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -1;
+	if (getresuid(&r, &e, &s) || r != as->uid || e != as->uid || s != as->uid)
+		return -1;
+	return 0;
+}
+
+static pid_t start(const char *path, char *const argv[], int out_fd, int err_fd,
+		   const struct image_reader *as)
 {
 	pid_t pid = fork();
 	int nul;
@@ -66,11 +82,18 @@ static pid_t start(const char *path, char *const argv[], int out_fd, int err_fd)
 	    dup2(err_fd, 2) < 0)
 		_exit(126);
 	close_range(3, ~0u, 0);
+	if (as && become(as)) {
+		static const char msg[] = "cannot take the reader's user and groups\n";
+
+		write_best_effort(2, msg, sizeof(msg) - 1);
+		_exit(126);
+	}
 	execve(path, argv, clean_env);
 	_exit(127);
 }
 
-int image_tool_run(char *const argv[], const char *pkg, int out_fd)
+int image_tool_run(char *const argv[], const char *pkg, int out_fd,
+		   const struct image_reader *as)
 {
 	char path[64], words[WORDS_MAX * 8 + 8];
 	int err_fd, st;
@@ -82,7 +105,7 @@ int image_tool_run(char *const argv[], const char *pkg, int out_fd)
 	err_fd = memfd_create("husk-tool-stderr", MFD_CLOEXEC);
 	if (err_fd < 0)
 		return husk_seterr(errno, "memfd_create: %s", strerror(errno));
-	pid = start(path, argv, out_fd, err_fd);
+	pid = start(path, argv, out_fd, err_fd, as);
 	if (pid < 0) {
 		close(err_fd);
 		return husk_seterr(errno, "fork: %s", strerror(errno));
@@ -96,7 +119,7 @@ int image_tool_run(char *const argv[], const char *pkg, int out_fd)
 	first_words(err_fd, words, sizeof(words));
 	close(err_fd);
 	if (WIFEXITED(st) && WEXITSTATUS(st) >= 126)
-		return husk_seterr(EIO, "cannot run %s", path);
+		return husk_seterr(EIO, "cannot run %s%s%s", path, *words ? ": " : "", words);
 	return husk_seterr(EIO, "%s failed (%s %d)%s%s", path, WIFEXITED(st) ? "exit" : "signal",
 			   WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st), *words ? ": " : "", words);
 }
