@@ -292,6 +292,20 @@ START_TEST(hosts_own_netns_refused)
 }
 END_TEST
 
+/* The initial namespace too, where it can be opened (root, pid 1 in reach). */
+START_TEST(initial_netns_refused)
+{
+	int fd = open("/proc/1/ns/net", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		unit_skip("initial_netns_refused: /proc/1/ns/net", strerror(errno));
+		return;
+	}
+	close(fd);
+	assert_err_msg(netns_open("/proc/1/ns/net"), EPERM, "the host's own");
+}
+END_TEST
+
 /* dir/name with this text, owned by uid:uid. */
 static void put(const char *dir, const char *name, const char *text, unsigned mode, uid_t uid)
 {
@@ -559,6 +573,7 @@ Suite *oci_suite(void)
 	tcase_add_test(tc, state_round_trip);
 	tcase_add_test(tc, another_users_config_is_confined);
 	tcase_add_test(tc, hosts_own_netns_refused);
+	tcase_add_test(tc, initial_netns_refused);
 	tcase_add_test(tc, whose_bundle);
 	suite_add_tcase(s, tc);
 	return s;
