@@ -2,14 +2,16 @@
  * Unit tests for serve/api: which requests a pooled clone may serve. A
  * request that changes the machine never takes one; one whose only change
  * is net egress (with or without rules) may take a networked template's
- * clone, and its rules then travel as the policy message. And what the
- * egress rules of a client that is not an admin may open: public unicast,
- * private ranges only where the operator opened them, never a platform
- * endpoint or the host's own address; an admin's rules only where its
- * sandbox's worker keeps those closed.
+ * clone, and its rules then travel as the policy message. Images are
+ * booted by name only: keys and containers' roots are not-found. And what
+ * the egress rules of a client that is not an admin may open: public
+ * unicast, private ranges only where the operator opened them, never a
+ * platform endpoint or the host's own address; an admin's rules only where
+ * its sandbox's worker keeps those closed.
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cli_run.h"
@@ -312,6 +314,41 @@ START_TEST(builtin_ranges_table)
 }
 END_TEST
 
+/* A run or create on image, refused as an image that does not exist. */
+static void image_not_found(const char *op, const char *image)
+{
+	char line[512];
+	const char *code;
+
+	snprintf(line, sizeof(line), "{\"id\":1,\"op\":\"%s\",\"image\":\"%s\"%s}", op, image,
+		 strcmp(op, "run") ? "" : ",\"argv\":[\"true\"]");
+	api_req_free(&r);
+	ck_assert_msg(api_parse(line, strlen(line), &r, &code) != 0, "taken: %s", line);
+	ck_assert_str_eq(code, E_NOT_FOUND);
+	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "no image"));
+}
+
+/*
+ * A container's root (husk-runc names it oci-<sha256 of the ID>) and any
+ * key or key prefix are not images a client can boot; names are.
+ */
+START_TEST(container_roots_and_keys_are_not_served)
+{
+	static const char oci[] = "oci-5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8";
+
+	image_not_found("run", oci);
+	image_not_found("create", oci);
+	image_not_found("run", "oci-x");
+	image_not_found("run", "0123456789ab");
+	image_not_found("create", "5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8");
+	parse("{\"id\":1,\"op\":\"run\",\"image\":\"python:3.12\",\"argv\":[\"true\"]}");
+	ck_assert(!r.machine_default);
+	parse("{\"id\":1,\"op\":\"create\",\"image\":\"0123456789a\"}");
+	parse("{\"id\":1,\"op\":\"create\",\"image\":\"ABCDEF0123456\"}");
+	parse("{\"id\":1,\"op\":\"create\",\"image\":\"my-oci-tools\"}");
+}
+END_TEST
+
 Suite *api_suite(void)
 {
 	Suite *s = suite_create("api");
@@ -332,6 +369,10 @@ Suite *api_suite(void)
 	tcase_add_test(tc, admin_rules_on_a_strict_worker);
 	tcase_add_test(tc, strict_worker_option);
 	tcase_add_test(tc, builtin_ranges_table);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("image");
+	tcase_add_checked_fixture(tc, NULL, teardown);
+	tcase_add_test(tc, container_roots_and_keys_are_not_served);
 	suite_add_tcase(s, tc);
 	return s;
 }

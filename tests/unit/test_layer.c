@@ -3,6 +3,9 @@
  * below, independent of the module's parser) applied one after another;
  * the staging tree, the attribute table and the stats are checked, and
  * hostile layers must fail with nothing written outside the staging root.
+ * And for source: a layer read from an OCI layout directory is the layer
+ * whose digest was checked, whatever happens to the directory afterwards,
+ * and a root directory read as another user is what that user may read.
  *
  * Every test works in its own mkdtemp directory under /tmp:
  *   base/root     the staging root the tree is applied to
@@ -24,6 +27,7 @@
 
 #include "suites.h"
 #include "image/layer.h"
+#include "image/source.h"
 #include "lib/util.h"
 
 /* ---- a minimal tar writer for crafting layers ---- */
@@ -1402,16 +1406,145 @@ START_TEST(many_entries)
 }
 END_TEST
 
+/* ---- source: an OCI layout directory ---- */
+
+/* A file of the layout (base/layout/name) with these bytes. */
+static void layout_put(const char *name, const void *p, size_t len)
+{
+	char path[512];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/layout/%s", base, name);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, p, len), (ssize_t)len);
+	close(fd);
+}
+
+/* A blob of the layout, named by its digest (returned). */
+static void layout_blob(const void *p, size_t len, char digest[IMAGE_DIGEST_LEN])
+{
+	char name[128];
+
+	image_sha256(p, len, digest);
+	snprintf(name, sizeof(name), "blobs/sha256/%s", digest + 7);
+	layout_put(name, p, len);
+}
+
+/* An OCI layout of one plain layer (lay); lay's digest in ld. */
+static void make_layout(const struct buf *lay, char ld[IMAGE_DIGEST_LEN])
+{
+	static const char cfg[] = "{\"architecture\":\"amd64\",\"config\":{}}";
+	char cd[IMAGE_DIGEST_LEN], md[IMAGE_DIGEST_LEN], doc[1024], dir[128];
+	int n;
+
+	snprintf(dir, sizeof(dir), "%s/layout/blobs/sha256", base);
+	ck_assert_int_eq(mkdir_p(dir, 0755), 0);
+	layout_put("oci-layout", "{\"imageLayoutVersion\":\"1.0.0\"}", 30);
+	layout_blob(lay->p, lay->len, ld);
+	layout_blob(cfg, strlen(cfg), cd);
+	n = snprintf(doc, sizeof(doc), "{\"schemaVersion\":2,\"mediaType\":"
+		     "\"application/vnd.oci.image.manifest.v1+json\",\"config\":{\"mediaType\":"
+		     "\"application/vnd.oci.image.config.v1+json\",\"digest\":\"%s\",\"size\":%zu},"
+		     "\"layers\":[{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar\","
+		     "\"digest\":\"%s\",\"size\":%zu}]}", cd, strlen(cfg), ld, lay->len);
+	layout_blob(doc, n, md);
+	n = snprintf(doc, sizeof(doc), "{\"schemaVersion\":2,\"manifests\":[{\"mediaType\":"
+		     "\"application/vnd.oci.image.manifest.v1+json\",\"digest\":\"%s\","
+		     "\"size\":%d}]}", md, n);
+	layout_put("index.json", doc, n);
+}
+
+/*
+ * Whoever can write a layout directory rewrites a layer in place (same
+ * file, same length, other bytes) after it was hashed: the source still
+ * hands on the checked bytes, and they are what is applied.
+ */
+START_TEST(layout_layer_rewritten_after_its_hash)
+{
+	struct buf good = { 0 }, evil = { 0 };
+	char ld[IMAGE_DIGEST_LEN], got[IMAGE_DIGEST_LEN], path[512], layout[128];
+	struct image_source src;
+	int fd;
+
+	t_file(&good, "hello", 0644, 0, 0, "checked");
+	t_end(&good);
+	t_file(&evil, "hello", 0644, 0, 0, "swapped");
+	t_end(&evil);
+	ck_assert_uint_eq(good.len, evil.len);
+	make_layout(&good, ld);
+	snprintf(layout, sizeof(layout), "%s/layout", base);
+	ck_assert_msg(image_source_open(layout, NULL, base, &src) == 0, "open: %s", husk_lasterr());
+	ck_assert_uint_eq(src.n_layers, 1);
+	ck_assert_str_eq(src.layers[0].digest, ld);
+
+	snprintf(path, sizeof(path), "%s/blobs/sha256/%s", layout, ld + 7);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, evil.p, evil.len, 0), (ssize_t)evil.len);
+	close(fd);
+
+	ck_assert_int_eq(image_sha256_fd(src.layers[0].fd, got), 0);
+	ck_assert_str_eq(got, ld);
+	expect_ok(layer_apply_fd(tree, src.layers[0].fd, 1));
+	assert_content("hello", "checked");
+	image_source_close(&src);
+	buf_free(&good);
+	buf_free(&evil);
+}
+END_TEST
+
+/*
+ * A root directory read as another user (a bundle of that user's): what
+ * the user may read is the layer; a file only root may read stops it.
+ */
+START_TEST(tree_read_as_its_owner)
+{
+	const struct image_reader nobody = { .uid = 65534, .gid = 65534 };
+	char tree_dir[128], path[256];
+	struct image_source src;
+	int fd;
+
+	if (!unit_need_root("tree_read_as_its_owner"))
+		return;
+	ck_assert_int_eq(chmod(base, 0755), 0);
+	snprintf(tree_dir, sizeof(tree_dir), "%s/tree", base);
+	ck_assert_int_eq(mkdir(tree_dir, 0755), 0);
+	snprintf(path, sizeof(path), "%s/hello", tree_dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	ck_assert_int_eq(write(fd, "hi\n", 3), 3);
+	close(fd);
+	ck_assert_msg(image_source_open_tree(tree_dir, base, &nobody, &src) == 0, "%s",
+		      husk_lasterr());
+	ck_assert_str_eq(src.kind, "directory");
+	ck_assert_uint_eq(src.n_layers, 1);
+	expect_ok(layer_apply_fd(tree, src.layers[0].fd, 1));
+	assert_content("hello", "hi\n");
+	image_source_close(&src);
+
+	snprintf(path, sizeof(path), "%s/secret", tree_dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	close(fd);
+	ck_assert_int_ne(image_source_open_tree(tree_dir, base, &nobody, &src), 0);
+	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "./secret: Cannot open: Permission denied"));
+	/* As we are, the same tree is read whole. */
+	ck_assert_int_eq(image_source_open_tree(tree_dir, base, NULL, &src), 0);
+	image_source_close(&src);
+}
+END_TEST
+
 Suite *layer_suite(void)
 {
 	Suite *s = suite_create("layer");
 	TCase *tr = tcase_create("tree");
 	TCase *h = tcase_create("hostile");
 	TCase *f = tcase_create("format");
+	TCase *src = tcase_create("source");
 
 	tcase_add_checked_fixture(tr, setup, teardown);
 	tcase_add_checked_fixture(h, setup, teardown);
 	tcase_add_checked_fixture(f, setup, teardown);
+	tcase_add_checked_fixture(src, setup, teardown);
 	tcase_set_timeout(tr, 60);
 	tcase_set_timeout(h, 60);
 	tcase_set_timeout(f, 60);
@@ -1454,8 +1587,12 @@ Suite *layer_suite(void)
 	tcase_add_test(f, data_after_end_refused);
 	tcase_add_test(f, reads_from_a_pipe);
 
+	tcase_add_test(src, layout_layer_rewritten_after_its_hash);
+	tcase_add_test(src, tree_read_as_its_owner);
+
 	suite_add_tcase(s, tr);
 	suite_add_tcase(s, h);
 	suite_add_tcase(s, f);
+	suite_add_tcase(s, src);
 	return s;
 }

@@ -1,16 +1,22 @@
 /*
- * Unit tests for oci/spec and oci/state: a bundle's config.json as the
- * container's husk run command line, what is refused and why, and the
- * container IDs and state files of the runtime.
+ * Unit tests for oci/spec, oci/bundle and oci/state: a bundle's config.json
+ * as the container's husk run command line, what is refused and why, whose
+ * a config.json is (the engine's or another user's) and what another
+ * user's may not name, and the container IDs and state files of the
+ * runtime.
  */
 #include <fcntl.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "helpers.h"
 #include "lib/util.h"
+#include "net/netns.h"
+#include "oci/bundle.h"
 #include "oci/spec.h"
 #include "oci/state.h"
 #include "suites.h"
@@ -229,6 +235,173 @@ START_TEST(engine_netns_is_the_nics_home)
 }
 END_TEST
 
+/* config() with root.path given (JSON string text) instead of "rootfs". */
+static char *with_root(const char *path, const char *mounts)
+{
+	char *t = config("", mounts, "", ""), *at = strstr(t, "\"path\":\"rootfs\""), *q;
+
+	ck_assert_ptr_nonnull(at);
+	ck_assert_int_gt(asprintf(&q, "%.*s\"path\":%s%s", (int)(at - t), t, path,
+				  at + strlen("\"path\":\"rootfs\"")), 0);
+	free(t);
+	return q;
+}
+
+/*
+ * A config.json that is not the engine's (another user's bundle): no copy
+ * of a host file, no network namespace; its root is read with the user's
+ * rights (oci/bundle.c, tests/image/oci-bundle.test), so a root.path of
+ * /etc is not refused here.
+ */
+START_TEST(another_users_config_is_confined)
+{
+	static const char shadow[] = ",{\"destination\":\"/tmp/workspace/x\",\"type\":\"bind\","
+				     "\"source\":\"/etc/shadow\",\"options\":[\"ro\",\"bind\"]}";
+	static const char resolv[] = ",{\"destination\":\"/etc/resolv.conf\",\"type\":\"bind\","
+				     "\"source\":\"/run/x/resolv.conf\",\"options\":[\"rbind\"]}";
+	struct oci_spec s;
+
+	/* The engine's may name them, as runc's may. */
+	ck_assert_int_eq(parse(with_root("\"/etc\"", shadow), &s), 0);
+	ck_assert_int_eq(s.nr_binds, 1);
+	ck_assert_str_eq(s.root, "/etc");
+	assert_err_msg(oci_spec_confine(&s, 1000), EPERM, "bind mount of /etc/shadow");
+	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "uid 1000"));
+	oci_spec_free(&s);
+	ck_assert_int_eq(parse(with_netns("\"/proc/1/ns/net\"", resolv, ""), &s), 0);
+	assert_err_msg(oci_spec_confine(&s, 1000), EPERM, "network namespace (/proc/1/ns/net)");
+	oci_spec_free(&s);
+	/* Without them it runs, and the engine's resolv.conf is not read. */
+	ck_assert_int_eq(parse(with_root("\"/etc\"", resolv), &s), 0);
+	ck_assert_ptr_nonnull(s.resolv_conf);
+	ck_assert_int_eq(oci_spec_confine(&s, 1000), 0);
+	ck_assert_ptr_null(s.resolv_conf);
+	oci_spec_free(&s);
+}
+END_TEST
+
+/* husk's own network namespace is the host's: no forwarding or NAT is ever set there. */
+START_TEST(hosts_own_netns_refused)
+{
+	int fd;
+
+	assert_err_msg(netns_open("/proc/self/ns/net"), EPERM, "the host's own");
+	assert_err_msg(netns_open("/proc/thread-self/ns/net"), EPERM, "the host's own");
+	fd = netns_open("/proc/self/ns/mnt");
+	ck_assert_int_eq(fd, -EINVAL);
+}
+END_TEST
+
+/* The initial namespace too, where it can be opened (root, pid 1 in reach). */
+START_TEST(initial_netns_refused)
+{
+	int fd = open("/proc/1/ns/net", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		unit_skip("initial_netns_refused: /proc/1/ns/net", strerror(errno));
+		return;
+	}
+	close(fd);
+	assert_err_msg(netns_open("/proc/1/ns/net"), EPERM, "the host's own");
+}
+END_TEST
+
+/* dir/name with this text, owned by uid:uid. */
+static void put(const char *dir, const char *name, const char *text, unsigned mode, uid_t uid)
+{
+	char p[512];
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	ck_assert_int_eq(fchmod(fd, mode), 0);
+	ck_assert_int_eq(fchown(fd, uid, uid), 0);
+	close(fd);
+}
+
+/* A bundle directory base/name, mode, owned by uid. */
+static void bundle_dir(const char *base, const char *name, unsigned mode, uid_t uid, char *out)
+{
+	sprintf(out, "%s/%s", base, name);
+	ck_assert_int_eq(mkdir(out, mode), 0);
+	ck_assert_int_eq(chmod(out, mode), 0);
+	ck_assert_int_eq(chown(out, uid, uid), 0);
+}
+
+/* Read bundle: 0 and whether it is the engine's, or the error. */
+static int whose(const char *bundle, bool *engine, uid_t *author)
+{
+	struct oci_bundle b;
+	int err = oci_bundle_read(bundle, 4096, &b);
+
+	*engine = b.engine;
+	*author = b.author.uid;
+	if (!err)
+		ck_assert_str_eq(b.config, "{}");
+	oci_bundle_free(&b);
+	return err;
+}
+
+/*
+ * Whose a config.json is: the engine's when it and all the way to it are
+ * root's (or ours) and no one else may write them; another user's when it
+ * is that user's; refused when it is root's but someone else could have
+ * put it there (a directory or a link of another user's, a directory
+ * anyone may write).
+ */
+START_TEST(whose_bundle)
+{
+	char base[] = "/tmp/husk-oci-bundle.XXXXXX", eng[128], usr[128], open_[128], p[256];
+	bool engine;
+	uid_t author;
+
+	if (!unit_need_root("whose_bundle"))
+		return;
+	ck_assert_ptr_nonnull(mkdtemp(base));
+	ck_assert_int_eq(chmod(base, 0755), 0);
+	bundle_dir(base, "eng", 0755, 0, eng);
+	put(eng, "config.json", "{}", 0644, 0);
+	ck_assert_int_eq(whose(eng, &engine, &author), 0);
+	ck_assert(engine);
+	snprintf(p, sizeof(p), "%s/eng-link", base);
+	ck_assert_int_eq(symlink("eng", p), 0);
+	ck_assert_int_eq(whose(p, &engine, &author), 0);
+	ck_assert(engine);
+
+	/* Another user's bundle: its owner is the author. */
+	bundle_dir(base, "usr", 0755, 65534, usr);
+	put(usr, "config.json", "{}", 0644, 65534);
+	ck_assert_int_eq(whose(usr, &engine, &author), 0);
+	ck_assert(!engine);
+	ck_assert_uint_eq(author, 65534);
+
+	/* Root's config.json where another user could have put it. */
+	put(usr, "config.json", "{}", 0644, 0);
+	assert_err_msg(whose(usr, &engine, &author), EPERM, "belongs to uid 65534");
+	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "cannot tell who wrote it"));
+	/* Another user's link to the engine's bundle. */
+	snprintf(p, sizeof(p), "%s/usr-link", base);
+	ck_assert_int_eq(symlink(eng, p), 0);
+	ck_assert_int_eq(lchown(p, 65534, 65534), 0);
+	assert_err_msg(whose(p, &engine, &author), EPERM, "usr-link belongs to uid 65534");
+	/* A directory anyone may write on the way; with the sticky bit, as /tmp, it is fine. */
+	bundle_dir(base, "open", 0777, 0, open_);
+	snprintf(p, sizeof(p), "%s/open/b", base);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	put(p, "config.json", "{}", 0644, 0);
+	assert_err_msg(whose(p, &engine, &author), EPERM, "may be written by others");
+	ck_assert_int_eq(chmod(open_, 01777), 0);
+	ck_assert_int_eq(whose(p, &engine, &author), 0);
+	ck_assert(engine);
+	/* And config.json itself. */
+	put(p, "config.json", "{}", 0666, 0);
+	assert_err_msg(whose(p, &engine, &author), EPERM, "config.json may be written by others");
+	rm_tree_at(AT_FDCWD, base);
+}
+END_TEST
+
 START_TEST(hostile_configs)
 {
 	static const char *const bad[] = {
@@ -398,6 +571,10 @@ Suite *oci_suite(void)
 	tcase_add_test(tc, tmpfs_honoured);
 	tcase_add_test(tc, ids);
 	tcase_add_test(tc, state_round_trip);
+	tcase_add_test(tc, another_users_config_is_confined);
+	tcase_add_test(tc, hosts_own_netns_refused);
+	tcase_add_test(tc, initial_netns_refused);
+	tcase_add_test(tc, whose_bundle);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -3,15 +3,13 @@
  */
 #include <errno.h>
 #include <ext2fs/ext2fs.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "image/ext4.h"
 #include "image/layer.h"
+#include "image/tool.h"
 #include "lib/util.h"
 
 static int mke2fs(const char *stage, const char *out, uint64_t bytes, uint64_t entries)
@@ -23,34 +21,13 @@ static int mke2fs(const char *stage, const char *out, uint64_t bytes, uint64_t e
 	 */
 	uint64_t kib = ((bytes >> 10) + entries * 4) * 12 / 10 + (16u << 10);
 	char size[32], inodes[32];
-	char buf[64];
-	const char *prog = sbin_path("mke2fs", buf, sizeof(buf));
-	pid_t pid;
-	int st;
+	char *argv[] = { "mke2fs", "-q", "-F", "-t", "ext4", "-d", (char *)stage, "-L", "husk-root",
+			 "-O", "^has_journal", "-b", "4096", "-I", "256", "-N", inodes,
+			 "-E", "root_owner=0:0", (char *)out, size, NULL };
 
 	snprintf(size, sizeof(size), "%lluk", (unsigned long long)kib);
 	snprintf(inodes, sizeof(inodes), "%llu", (unsigned long long)(entries + entries / 10 + 64));
-	pid = fork();
-	if (pid < 0)
-		return husk_seterr(errno, "fork: %s", strerror(errno));
-	if (!pid) {
-		int nul = open("/dev/null", O_WRONLY);
-
-		if (nul >= 0)
-			dup2(nul, 1);
-		execlp(prog, "mke2fs", "-q", "-F", "-t", "ext4", "-d", stage,
-		       "-L", "husk-root", "-O", "^has_journal", "-b", "4096", "-I", "256",
-		       "-N", inodes, "-E", "root_owner=0:0", out, size, (char *)NULL);
-		_exit(127);
-	}
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	if (!WIFEXITED(st) || WEXITSTATUS(st))
-		return husk_seterr(EIO, "mke2fs failed (%s %d)%s", WIFEXITED(st) ? "exit" : "signal",
-				   WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st),
-				   WIFEXITED(st) && WEXITSTATUS(st) == 127 ?
-				   ": install the Debian package e2fsprogs" : "");
-	return 0;
+	return image_tool_run(argv, "e2fsprogs", -1, NULL);
 }
 
 struct fix {

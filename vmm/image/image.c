@@ -24,18 +24,6 @@
 #define META_SCHEMA "husk.image/1"
 #define BUILD_PREFIX ".build-"
 
-static bool is_key(const char *s, size_t min)
-{
-	size_t i, n = strlen(s);
-
-	if (n < min || n > 64)
-		return false;
-	for (i = 0; i < n; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return false;
-	return true;
-}
-
 /* ---- the store directory and its lock ---- */
 
 static int store_open(const char *dir, bool create)
@@ -133,7 +121,7 @@ static int list_keys(int dfd, char (**keys)[65], size_t *n)
 		k = nk;
 		memcpy(k[*n], e->d_name, 64);
 		k[*n][64] = '\0';
-		if (is_key(k[*n], 64))
+		if (image_is_key(k[*n], 64))
 			(*n)++;
 	}
 	closedir(d);
@@ -453,7 +441,10 @@ int image_import(const struct image_import_opts *o)
 	err = file_digest(o->init, idig);
 	if (err)
 		goto out;
-	err = image_source_open(o->src, o->ref, o->dir, &S.s);
+	if (o->tree)
+		err = image_source_open_tree(o->src, o->dir, o->read_as, &S.s);
+	else
+		err = image_source_open(o->src, o->ref, o->dir, &S.s);
 	if (err)
 		goto out;
 	err = job_config(S.s.config, &cfg);
@@ -529,7 +520,9 @@ int image_import(const struct image_import_opts *o)
 	}
 	if (!err)
 		err = meta_save(S.dfd, key, m);
-	if (!err)
+	if (!err && o->key_out)
+		memcpy(o->key_out, key, sizeof(key));
+	else if (!err)
 		print_result(o, key, m, again, (now_us() - t0) / 1e6);
 	json_decref(m);
 out:
@@ -619,7 +612,7 @@ static int resolve(int dfd, const char *name, char key[65], json_t **meta)
 			hits = 1;
 			break;
 		}
-		if (m && is_key(name, 12) && !strncmp(keys[i], name, strlen(name))) {
+		if (m && image_is_key(name, IMAGE_KEY_PREFIX_MIN) && !strncmp(keys[i], name, strlen(name))) {
 			memcpy(key, keys[i], 65);
 			json_decref(*meta);
 			*meta = m;
@@ -657,7 +650,7 @@ int image_rm(const char *dir, const char *name)
 		for (j = json_array_size(names); j-- > 0;)
 			if (!strcmp(json_string_value(json_array_get(names, j)) ?: "", name))
 				json_array_remove(names, j);
-		if (json_array_size(names) && !is_key(name, 12)) {
+		if (json_array_size(names) && !image_is_key(name, IMAGE_KEY_PREFIX_MIN)) {
 			err = meta_save(dfd, key, m);
 		} else {
 			/* Runs that opened the image keep it until they end. */

@@ -16,11 +16,14 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 #define IMAGE_DEFAULT_DIR "/var/lib/husk/images"
 /* Where guest-init sits in an imported image (the kernel's init=). */
 #define IMAGE_INIT_PATH "/.husk/init"
 #define IMAGE_MAX_ARGS 256
+
+struct image_reader;
 
 struct image_import_opts {
 	const char *src;
@@ -29,9 +32,15 @@ struct image_import_opts {
 	const char *dir;
 	const char *init;	/* guest-init binary */
 	bool json;
+	bool tree;		/* src is a root directory, never taken for a layout */
+	const struct image_reader *read_as;	/* with tree: read as this user */
+	char *key_out;		/* [65]: the image's key, and nothing printed */
 };
 
-/* Import; prints what was done (a line, or JSON). 0, or -errno with husk_lasterr(). */
+/*
+ * Import; prints what was done (a line, or JSON) unless key_out is given.
+ * 0, or -errno with husk_lasterr().
+ */
 int image_import(const struct image_import_opts *o);
 int image_ls(const char *dir, bool json);
 /* Remove a name; the image goes with its last name (or when named by its key). */
@@ -54,5 +63,20 @@ void image_info_free(struct image_info *i);
 
 /* A name: 1-128 of [A-Za-z0-9._:/@+-], starting with a letter or digit, no "..". */
 int image_name_check(const char *name);
+
+/*
+ * image_find() and image_rm() take IMAGE_KEY_PREFIX_MIN to 64 lower-case
+ * hex digits as a key or a key's prefix, not as a name. image_is_key(s,
+ * min): s is min to 64 such digits.
+ */
+#define IMAGE_KEY_PREFIX_MIN 12
+bool image_is_key(const char *s, size_t min);
+
+/*
+ * The names husk-runc gives the roots of its containers (IMAGE_OCI_PREFIX
+ * and the SHA-256 of the container's ID): an engine's users' files, which
+ * husk serve never boots.
+ */
+#define IMAGE_OCI_PREFIX "oci-"
 
 #endif

@@ -1,6 +1,7 @@
 /*
- * name: what an image may be called (image.h). Its own file because the
- * command-line parsers check names and are built without the store.
+ * name: what an image may be called, and which names mean a key (image.h).
+ * Its own file because the command-line and API parsers check names and
+ * are built without the store.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -26,4 +27,16 @@ int image_name_check(const char *name)
 	if (strstr(name, ".."))
 		return husk_seterr(EINVAL, "image name '%s' contains '..'", name);
 	return 0;
+}
+
+bool image_is_key(const char *s, size_t min)
+{
+	size_t i, n = strlen(s);
+
+	if (n < min || n > 64)
+		return false;
+	for (i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return true;
 }

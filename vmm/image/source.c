@@ -3,9 +3,11 @@
  *
  * A layout or archive is a "box" of named files: a directory (opened
  * beneath it, never through a symbolic link) or an uncompressed tar whose
- * regular members are indexed once. A member of an archive is copied into
- * an unnamed temporary file while it is hashed, so what is parsed or applied
- * later is exactly what was verified, and nothing is left behind.
+ * regular members are indexed once. Every file of a box, a layout
+ * directory's too, is copied into an unnamed temporary file while it is
+ * hashed, so what is parsed or applied later is exactly what was verified
+ * (a file rewritten in place after its hash changes nothing), and nothing
+ * is left behind.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,11 +19,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include "image/source.h"
+#include "image/tool.h"
 #include "lib/digest.h"
 #include "lib/util.h"
 
@@ -328,35 +330,41 @@ static bool has(const struct box *b, const char *name)
 }
 
 /*
- * Open name for reading with its digest computed; when want is given the
- * digest must match. Returns an fd positioned at 0.
+ * A private copy of name, made while its digest is computed; when want is
+ * given the digest must match. Returns the copy's fd, positioned at 0: what
+ * is parsed or applied later is exactly what was hashed, whoever can write
+ * the source meanwhile.
  */
 static int fetch(const struct box *b, const char *name, const char *want,
 		 char digest[IMAGE_DIGEST_LEN])
 {
-	const struct member *m;
+	const struct member *m = NULL;
 	struct stat st;
-	int fd, err;
+	int src = -1, fd, err;
 
 	if (b->dirfd >= 0) {
-		fd = open_beneath(b->dirfd, name);
-		if (fd < 0)
-			return husk_seterr(-fd, "%s: %s", name, fd == -ELOOP || fd == -EXDEV ?
-					   "a symbolic link (refused)" : strerror(-fd));
-		if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-			close(fd);
+		src = open_beneath(b->dirfd, name);
+		if (src < 0)
+			return husk_seterr(-src, "%s: %s", name, src == -ELOOP || src == -EXDEV ?
+					   "a symbolic link (refused)" : strerror(-src));
+		if (fstat(src, &st) || !S_ISREG(st.st_mode)) {
+			close(src);
 			return husk_seterr(EINVAL, "%s: not a regular file", name);
 		}
-		err = hash_copy(fd, 0, UINT64_MAX, -1, digest);
-	} else {
-		m = find(b, name);
-		if (!m)
-			return husk_seterr(ENOENT, "%s: not in the archive", name);
-		fd = tmp_file(b->workdir);
-		if (fd < 0)
-			return fd;
-		err = hash_copy(b->fd, m->off, m->size, fd, digest);
+	} else if (!(m = find(b, name))) {
+		return husk_seterr(ENOENT, "%s: not in the archive", name);
 	}
+	fd = tmp_file(b->workdir);
+	if (fd >= 0 && m)
+		err = hash_copy(b->fd, m->off, m->size, fd, digest);
+	else if (fd >= 0)
+		err = hash_copy(src, 0, UINT64_MAX, fd, digest);
+	else
+		err = fd;
+	if (src >= 0)
+		close(src);
+	if (fd < 0)
+		return fd;
 	if (err) {
 		close(fd);
 		return husk_seterr(-err, "%s: %s", name, husk_lasterr());
@@ -686,39 +694,35 @@ out:
 /* ---- an unpacked root directory ---- */
 
 /*
- * The tree as one layer: GNU tar, sorted, numeric owners, as the caller can
- * read it. Its digest is the import's key, so it holds only what the image
- * keeps: pax headers without atime (which reading the tree changes) and
- * ctime, or an unchanged tree would never be the same image twice.
+ * The tree as one layer: GNU tar, sorted, numeric owners, as the caller (or
+ * as) can read it. Its digest is the import's key, so it holds only what
+ * the image keeps: pax headers without atime (which reading the tree
+ * changes) and ctime, or an unchanged tree would never be the same image
+ * twice. tar run as another user is that user's process, which can reopen
+ * its output through /proc while it lives: the layer is then a copy of it
+ * made while hashing, as a layout's blobs are.
  */
-static int directory(const char *dir, const char *workdir, struct image_source *s)
+static int directory(const char *dir, const char *workdir, const struct image_reader *as,
+		     struct image_source *s)
 {
-	int fd = tmp_file(workdir), st, err;
-	pid_t pid;
+	char *argv[] = { "tar", "--sort=name", "--numeric-owner", "--format=pax",
+			 "--pax-option=delete=atime,delete=ctime", "--no-xattrs",
+			 "--one-file-system", "-C", (char *)dir, "-cf", "-", ".", NULL };
+	int fd = tmp_file(workdir), copy = -1, err;
 
 	if (fd < 0)
 		return fd;
-	pid = fork();
-	if (pid < 0) {
+	err = image_tool_run(argv, "tar", fd, as);
+	if (err)
+		err = husk_seterr(-err, "reading the tree %s: %s", dir, husk_lasterr());
+	if (!err && as && (copy = tmp_file(workdir)) < 0)
+		err = copy;
+	if (!err)
+		err = hash_copy(fd, 0, UINT64_MAX, copy, s->layers[0].digest);
+	if (copy >= 0) {
 		close(fd);
-		return husk_seterr(errno, "fork: %s", strerror(errno));
+		fd = copy;
 	}
-	if (!pid) {
-		dup2(fd, 1);
-		execlp("tar", "tar", "--sort=name", "--numeric-owner", "--format=pax",
-		       "--pax-option=delete=atime,delete=ctime", "--no-xattrs",
-		       "--one-file-system", "-C", dir, "-cf", "-", ".", (char *)NULL);
-		_exit(127);
-	}
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
-		close(fd);
-		return husk_seterr(EIO, "tar of %s failed (%s %d)", dir,
-				   WIFEXITED(st) ? "exit" : "signal",
-				   WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
-	}
-	err = hash_copy(fd, 0, UINT64_MAX, -1, s->layers[0].digest);
 	/* tar wrote through a dup of fd: its offset is at the end. */
 	if (!err && lseek(fd, 0, SEEK_SET))
 		err = husk_seterr(errno, "rewinding the tree's tar: %s", strerror(errno));
@@ -786,19 +790,51 @@ static int gunzip_to_tmp(int in, const char *workdir)
 	return out;
 }
 
+static void source_init(struct image_source *s)
+{
+	memset(s, 0, sizeof(*s));
+	for (size_t i = 0; i < IMAGE_MAX_LAYERS; i++)
+		s->layers[i].fd = -1;
+}
+
+/* The identity: what the image is made of, in order. */
+static void source_id(struct image_source *s)
+{
+	char ids[IMAGE_MAX_LAYERS * IMAGE_DIGEST_LEN + IMAGE_DIGEST_LEN + 32];
+	size_t o;
+
+	o = (size_t)snprintf(ids, sizeof(ids), "husk-image-1 %s", s->config ? s->config_digest : "-");
+	for (unsigned i = 0; i < s->n_layers; i++)
+		o += (size_t)snprintf(ids + o, sizeof(ids) - o, " %s", s->layers[i].digest);
+	image_sha256(ids, o, s->id);
+}
+
+int image_source_open_tree(const char *dir, const char *workdir, const struct image_reader *as,
+			   struct image_source *s)
+{
+	int err;
+
+	source_init(s);
+	s->kind = "directory";
+	err = directory(dir, workdir, as, s);
+	if (err) {
+		image_source_close(s);
+		return err;
+	}
+	source_id(s);
+	return 0;
+}
+
 int image_source_open(const char *src, const char *ref, const char *workdir,
 		      struct image_source *s)
 {
 	struct box b = { .dirfd = -1, .fd = -1, .workdir = workdir };
 	unsigned char magic[2];
 	struct stat st;
-	char ids[IMAGE_MAX_LAYERS * IMAGE_DIGEST_LEN + IMAGE_DIGEST_LEN + 32];
-	size_t o, i;
+	size_t i;
 	int err;
 
-	memset(s, 0, sizeof(*s));
-	for (i = 0; i < IMAGE_MAX_LAYERS; i++)
-		s->layers[i].fd = -1;
+	source_init(s);
 	if (stat(src, &st))
 		return husk_seterr(errno, "%s: %s", src, strerror(errno));
 	if (S_ISDIR(st.st_mode)) {
@@ -814,7 +850,7 @@ int image_source_open(const char *src, const char *ref, const char *workdir,
 		} else {
 			s->kind = "directory";
 			err = ref ? husk_seterr(EINVAL, "--ref: a root directory holds one image")
-				  : directory(src, workdir, s);
+				  : directory(src, workdir, NULL, s);
 		}
 	} else if (S_ISREG(st.st_mode)) {
 		b.fd = open(src, O_RDONLY | O_CLOEXEC);
@@ -856,12 +892,7 @@ int image_source_open(const char *src, const char *ref, const char *workdir,
 		image_source_close(s);
 		return err;
 	}
-	/* The identity: what the image is made of, in order. */
-	o = (size_t)snprintf(ids, sizeof(ids), "husk-image-1 %s",
-			     s->config ? s->config_digest : "-");
-	for (i = 0; i < s->n_layers; i++)
-		o += (size_t)snprintf(ids + o, sizeof(ids) - o, " %s", s->layers[i].digest);
-	image_sha256(ids, o, s->id);
+	source_id(s);
 	return 0;
 }
 

@@ -14,6 +14,8 @@
 
 #include <limits.h>
 
+#include "image/tool.h"
+
 #define IMAGE_DIGEST_LEN 72	/* "sha256:" + 64 hex + NUL, rounded */
 #define IMAGE_MAX_LAYERS 256
 #define IMAGE_MAX_JSON (4u << 20)
@@ -36,11 +38,20 @@ struct image_source {
 /*
  * Open src (ref: which image of a layout or archive holding several, by its
  * org.opencontainers.image.ref.name or docker tag; NULL when there is one)
- * and verify it. Copies of archive members are unnamed files in workdir.
+ * and verify it. Every blob used is a private copy (an unnamed file in
+ * workdir) made while it was hashed.
  * 0, or -errno with husk_lasterr() saying what is wrong with the source.
  */
 int image_source_open(const char *src, const char *ref, const char *workdir,
 		      struct image_source *s);
+/*
+ * Open dir as an unpacked root directory, whatever it holds (a container's
+ * root is never taken for a layout), read by tar as `as` when given (a
+ * bundle of another user's: the tree is what that user can read), else as
+ * we are. 0, or -errno with husk_lasterr().
+ */
+int image_source_open_tree(const char *dir, const char *workdir, const struct image_reader *as,
+			   struct image_source *s);
 void image_source_close(struct image_source *s);
 
 /* "sha256:<hex>" of a buffer, and of a whole file from its start. */

@@ -147,6 +147,11 @@ int account_group_gid(const char *name, gid_t *gid)
 	return find_group(name, 0, NULL, gid) ? 0 : -ENOENT;
 }
 
+int account_user_gid(uid_t uid, gid_t *gid)
+{
+	return find_user(uid, NULL, 0, gid) ? 0 : -ENOENT;
+}
+
 bool account_in_group(uid_t uid, gid_t gid, gid_t want)
 {
 	char name[256];

@@ -28,6 +28,9 @@ bool account_gid_taken(gid_t gid);
 /* The gid of the group called name: 0, or -ENOENT if none is listed. */
 int account_group_gid(const char *name, gid_t *gid);
 
+/* The primary gid of the user with this uid: 0, or -ENOENT if none is listed. */
+int account_user_gid(uid_t uid, gid_t *gid);
+
 /*
  * The user with this uid is in group want: as its primary group gid (the
  * caller's credentials), its primary group in /etc/passwd, or as a member

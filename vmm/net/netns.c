@@ -15,11 +15,30 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "net/netns.h"
 #include "lib/util.h"
+
+/*
+ * fd is the namespace husk runs in, or the initial one (pid 1's, when it can
+ * be read): the host's own network, whose forwarding and NAT husk never
+ * changes.
+ */
+static bool hosts_own(int fd)
+{
+	static const char *const own[] = { "/proc/thread-self/ns/net", "/proc/1/ns/net" };
+	struct stat ns, o;
+
+	if (fstat(fd, &ns))
+		return false;
+	for (size_t i = 0; i < ARRAY_SIZE(own); i++)
+		if (!stat(own[i], &o) && o.st_dev == ns.st_dev && o.st_ino == ns.st_ino)
+			return true;
+	return false;
+}
 
 int netns_open(const char *path)
 {
@@ -33,6 +52,13 @@ int netns_open(const char *path)
 		close(fd);
 		return husk_seterr(EINVAL, "%s is not a network namespace (want /run/netns/NAME "
 				   "or /proc/PID/ns/net)", path);
+	}
+	if (hosts_own(fd)) {
+		close(fd);
+		return husk_seterr(EPERM, "network namespace %s is the host's own (husk's, or the "
+				   "initial one): husk turns on forwarding and adds NAT only in a "
+				   "namespace of a container's; --net egress without --netns puts "
+				   "the NIC on this host", path);
 	}
 	return fd;
 }

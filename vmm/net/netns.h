@@ -8,7 +8,10 @@
  * the guest's point-to-point link as on the host, and the namespace's own
  * routes carry the guest's packets on, source-translated to the namespace's
  * address by one nftables table per VM (nft(8) run inside the namespace), so
- * the engine's network sees a container like any other.
+ * the engine's network sees a container like any other. That needs IPv4
+ * forwarding on in the namespace: it is the container's network (the VM is
+ * the container), so husk turns it on there, and never in the host's own
+ * namespace, which netns_open() refuses.
  *
  * Functions return 0 (or an fd) or -errno with husk_lasterr() set.
  */
@@ -17,7 +20,11 @@
 
 #include <netinet/in.h>
 
-/* Open PATH (/run/netns/NAME, /proc/PID/ns/net): a network namespace or an error. */
+/*
+ * Open PATH (/run/netns/NAME, /proc/PID/ns/net): a network namespace, or an
+ * error; -EPERM for the host's own (the one husk runs in, or the initial
+ * one), where netns_nat_add() would turn the host into a router.
+ */
 int netns_open(const char *path);
 
 /*

@@ -40,10 +40,13 @@
 #include "lib/digest.h"
 #include "lib/util.h"
 #include "net/dns_proxy.h"
+#include "net/netns.h"
+#include "oci/bundle.h"
 #include "oci/console.h"
 #include "oci/oci.h"
 #include "oci/spec.h"
 #include "oci/state.h"
+#include "run/run.h"
 #include "sandbox/cgroup.h"
 
 static struct {
@@ -181,7 +184,7 @@ static void image_name(const char *id, char out[72])
 
 	digest_sha256(id, strlen(id), d);
 	digest_hex(d, sizeof(d), hex);
-	snprintf(out, 72, "oci-%s", hex);
+	snprintf(out, 72, IMAGE_OCI_PREFIX "%s", hex);
 }
 
 /* Drop the container's name from the store (its image goes with its last name). */
@@ -197,66 +200,30 @@ static void image_release(const char *id)
 }
 
 /*
- * `husk image import ROOT --json --name NAME`: the root's key, in a child
- * whose stdout is ours to read (its errors go to our stderr).
+ * The bundle's root into the store, as `husk image import ROOT --name NAME`
+ * would, always as a root directory; read with as's rights (not NULL: the
+ * bundle is another user's). key gets the image's key.
  */
-static int import_root(const char *root, const char *id, char *key, size_t klen)
+static int import_root(const char *root, const char *id, const struct image_reader *as,
+		       char key[65])
 {
-	char name[72];
-
-	char exe[PATH_MAX], out[65536];
-	size_t got = 0;
-	int p[2], st;
-	pid_t pid;
-	json_t *o;
+	char name[72], init[PATH_MAX];
+	struct image_import_opts io = {
+		.src = root, .name = name, .dir = g.image_dir ? g.image_dir : IMAGE_DEFAULT_DIR,
+		.init = init, .tree = true, .read_as = as, .key_out = key,
+	};
+	int err;
 
 	image_name(id, name);
-	if (self_exe(exe, sizeof(exe)) || pipe2(p, O_CLOEXEC))
-		return husk_seterr(errno ? errno : EIO, "cannot import the root: %s",
+	err = run_find_image(NULL, "HUSK_INIT", "husk-init", init, sizeof(init));
+	if (!err)
+		err = image_import(&io);
+	if (err && as)
+		return husk_seterr(-err, "cannot import the bundle's root %s, read as its owner "
+				   "(uid %u): %s", root, (unsigned)as->uid, husk_lasterr());
+	if (err)
+		return husk_seterr(-err, "cannot import the bundle's root %s: %s", root,
 				   husk_lasterr());
-	pid = fork();
-	if (pid < 0)
-		return husk_seterr(errno, "fork: %s", strerror(errno));
-	if (pid == 0) {
-		const char *argv[11] = { "husk", "image", "import", root, "--json", "--name", name };
-		int n = 7;
-
-		if (g.image_dir) {
-			argv[n++] = "--image-dir";
-			argv[n++] = g.image_dir;
-		}
-		argv[n] = NULL;
-		dup2(p[1], 1);
-		execv(exe, (char **)argv);
-		_exit(127);
-	}
-	close(p[1]);
-	for (;;) {
-		ssize_t n = read(p[0], out + got, sizeof(out) - 1 - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += n;
-		if (got == sizeof(out) - 1)
-			break;
-	}
-	close(p[0]);
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	out[got] = '\0';
-	if (!WIFEXITED(st) || WEXITSTATUS(st))
-		return husk_seterr(EINVAL, "cannot import the bundle's root %s (husk image import "
-				   "failed)", root);
-	o = json_loads(out, JSON_DISABLE_EOF_CHECK, NULL);
-	if (!json_string_value(json_object_get(o, "key")) ||
-	    strlen(json_string_value(json_object_get(o, "key"))) >= klen) {
-		json_decref(o);
-		return husk_seterr(EINVAL, "husk image import answered without a key");
-	}
-	snprintf(key, klen, "%s", json_string_value(json_object_get(o, "key")));
-	json_decref(o);
 	return 0;
 }
 
@@ -306,6 +273,17 @@ static void engine_resolver(const struct oci_spec *s)
 		snprintf(v, sizeof(v), "[%s]:%d", a, port);
 	}
 	setenv("HUSK_DNS_UPSTREAM", v, 1);
+}
+
+/* An engine's network namespace, checked at create rather than when the VM starts. */
+static int netns_check(const char *path)
+{
+	int fd = netns_open(path);
+
+	if (fd < 0)
+		return husk_seterr(-fd, "config.json: %s", husk_lasterr());
+	close(fd);
+	return 0;
 }
 
 /*
@@ -402,10 +380,10 @@ static int cmd_create(int argc, char **argv, bool run)
 	};
 	bool detach = false;
 	const char *bundle = ".", *pid_file = NULL, *console = NULL, *id;
-	char dir[PATH_MAX], path[PATH_MAX], abs_bundle[PATH_MAX], key[128], *text;
+	char dir[PATH_MAX], path[PATH_MAX], key[65];
+	struct oci_bundle b;
 	struct oci_spec s;
 	struct oci_state st = { 0 };
-	size_t len;
 	int c, fifo, err, tty = -1;
 	pid_t pid;
 
@@ -427,19 +405,19 @@ static int cmd_create(int argc, char **argv, bool run)
 	id = argv[optind];
 	if (oci_id_check(id) || oci_dir(g.root, id, dir, sizeof(dir)))
 		return oci_err("%s", husk_lasterr());
-	if (!realpath(bundle, abs_bundle))
-		return oci_err("--bundle %s: %s", bundle, strerror(errno));
-	snprintf(path, sizeof(path), "%s/config.json", abs_bundle);
-	text = slurp(path, OCI_CONFIG_MAX, &len);
-	if (!text)
+	if (oci_bundle_read(bundle, OCI_CONFIG_MAX, &b))
 		return oci_err("%s", husk_lasterr());
-	err = oci_spec_parse(text, len, &s);
-	free(text);
+	err = oci_spec_parse(b.config, b.config_len, &s);
 	if (!err && s.terminal && !console)
 		err = husk_seterr(EINVAL, "process.terminal needs --console-socket (the engine's "
 				  "end of the container's terminal)");
 	if (!err && !s.terminal && console)
 		err = husk_seterr(EINVAL, "--console-socket without process.terminal");
+	if (!err && !b.engine && oci_spec_confine(&s, b.author.uid))
+		err = husk_seterr(EPERM, "%s (%s)", husk_lasterr(), b.why);
+	if (!err && s.netns)
+		err = netns_check(s.netns);
+	oci_bundle_free(&b);
 	if (err) {
 		oci_spec_free(&s);
 		return oci_err("%s", husk_lasterr());
@@ -447,7 +425,7 @@ static int cmd_create(int argc, char **argv, bool run)
 	if (s.root[0] == '/')
 		snprintf(path, sizeof(path), "%s", s.root);
 	else
-		snprintf(path, sizeof(path), "%s/%s", abs_bundle, s.root);
+		snprintf(path, sizeof(path), "%s/%s", b.dir, s.root);
 	if (mkdir_p(g.root, 0700)) {
 		oci_spec_free(&s);
 		return oci_err("%s", husk_lasterr());
@@ -459,7 +437,7 @@ static int cmd_create(int argc, char **argv, bool run)
 			return oci_err("container %s exists already", id);
 		return oci_err("cannot make %s: %s", dir, strerror(err));
 	}
-	if (import_root(path, id, key, sizeof(key))) {
+	if (import_root(path, id, b.engine ? NULL : &b.author, key)) {
 		oci_spec_free(&s);
 		rm_tree_at(AT_FDCWD, dir);
 		return oci_err("%s", husk_lasterr());
@@ -492,7 +470,7 @@ static int cmd_create(int argc, char **argv, bool run)
 		return oci_err("%s", husk_lasterr());
 	}
 	snprintf(st.id, sizeof(st.id), "%s", id);
-	snprintf(st.bundle, sizeof(st.bundle), "%s", abs_bundle);
+	snprintf(st.bundle, sizeof(st.bundle), "%s", b.dir);
 	rfc3339_now(st.created, sizeof(st.created));
 	st.pid = pid;
 	/* Read before the child can be gone: a fork's child exists at once. */

@@ -502,6 +502,22 @@ int oci_spec_parse(const char *text, size_t len, struct oci_spec *s)
 	return err;
 }
 
+int oci_spec_confine(struct oci_spec *s, unsigned uid)
+{
+	if (s->nr_binds)
+		return husk_seterr(EPERM, "config.json is uid %u's, not the engine's: its bind mount "
+				   "of %s is refused (husk-runc would copy host files with more rights "
+				   "than uid %u has): put what the container needs in its root",
+				   uid, s->binds[0].src, uid);
+	if (s->netns)
+		return husk_seterr(EPERM, "config.json is uid %u's, not the engine's: it may not name "
+				   "a network namespace (%s); without one, io.husk.net=egress is "
+				   "husk's own filtered NIC", uid, s->netns);
+	free(s->resolv_conf);
+	s->resolv_conf = NULL;
+	return 0;
+}
+
 static void free_strs(char **v, int n)
 {
 	for (int i = 0; i < n; i++)

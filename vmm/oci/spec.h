@@ -68,6 +68,15 @@ int oci_spec_parse(const char *text, size_t len, struct oci_spec *s);
 void oci_spec_free(struct oci_spec *s);
 
 /*
+ * What a config.json of another user's (uid: not the engine's, see
+ * oci/bundle.h) may not ask for: copies of host files (bind mounts) and a
+ * network namespace, which husk-runc would reach with its own rights, not
+ * uid's. 0, or -EPERM naming the first of them; the engine's resolv.conf
+ * is forgotten.
+ */
+int oci_spec_confine(struct oci_spec *s, unsigned uid);
+
+/*
  * What husk honours of a LinuxResources object (config.json's
  * linux.resources, or `update --resources`): the memory limit as the VM's
  * RAM in MiB, the CPU quota over its period in thousandths of a CPU. Fields

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli_run.h"
+#include "image/image.h"
 #include "lib/util.h"
 #include "net/ranges.h"
 #include "serve/api.h"
@@ -359,6 +360,22 @@ static int get_cmd(json_t *o, struct api_cmd *c, bool need_argv)
 
 static int get_policy(json_t *o, struct api_req *r);
 
+/*
+ * The images a client may boot: the store's images by their names. A key
+ * or key prefix would reach every image stored, and oci-* names are the
+ * roots of the containers husk-runc runs, an engine's users' files. To a
+ * client both are images that do not exist (-ENOENT: not-found), whoever
+ * asks: the daemon's store holds only what its administrator named.
+ */
+static int served_image(const char *name)
+{
+	if (image_is_key(name, IMAGE_KEY_PREFIX_MIN) ||
+	    !strncmp(name, IMAGE_OCI_PREFIX, strlen(IMAGE_OCI_PREFIX)))
+		return husk_seterr(ENOENT, "no image '%s' (the daemon boots images by their "
+				   "names; keys and containers' roots are not served)", name);
+	return 0;
+}
+
 /* run, create: the worker's command line, checked as husk run checks it. */
 static int machine(json_t *o, struct api_req *r)
 {
@@ -381,6 +398,8 @@ static int machine(json_t *o, struct api_req *r)
 		err = warg2(r, "--template", r->template_name);
 	if (!err)
 		err = get_str(o, "image", &s);
+	if (!err && s)
+		err = served_image(s);
 	if (!err && s) {
 		/* Booted on an image: never a pool's template clone. */
 		err = warg2(r, "--image", s);
@@ -870,6 +889,7 @@ int api_parse(const char *s, size_t len, struct api_req *r, const char **code)
 {
 	json_error_t je;
 	json_t *v;
+	int err;
 
 	memset(r, 0, sizeof(*r));
 	*code = E_BAD;
@@ -889,8 +909,15 @@ int api_parse(const char *s, size_t len, struct api_req *r, const char **code)
 		*code = E_UNSUPPORTED;
 		return husk_seterr(EPROTONOSUPPORT, "this daemon speaks version %d", API_VERSION);
 	}
-	if (parse_op(r->root, r) || parse_fields(r->root, r))
+	if (parse_op(r->root, r))
 		return -EINVAL;
+	err = parse_fields(r->root, r);
+	if (err) {
+		/* Only served_image() says -ENOENT: an image the client may not name. */
+		if (err == -ENOENT)
+			*code = E_NOT_FOUND;
+		return err;
+	}
 	*code = NULL;
 	return 0;
 }
