@@ -966,9 +966,9 @@ static void reap_clients(void)
 	dequeue();
 }
 
-static bool in_group(uid_t uid, gid_t gid, gid_t want)
+static bool in_group(uid_t uid, gid_t want)
 {
-	return want != (gid_t)-1 && account_in_group(uid, gid, want);
+	return want != (gid_t)-1 && account_in_group(uid, want);
 }
 
 static void on_accept(void)
@@ -996,7 +996,7 @@ static void on_accept(void)
 		c->uid = cr.uid;
 		c->gid = cr.gid;
 		c->pid = cr.pid;
-		c->admin = cr.uid == 0 || in_group(cr.uid, cr.gid, srv.cfg.admin_gid);
+		c->admin = cr.uid == 0 || in_group(cr.uid, srv.cfg.admin_gid);
 		c->next = srv.clients;
 		srv.clients = c;
 		ep_add(fd, &c->h, H_CLIENT, c, EPOLLIN);
