@@ -78,6 +78,13 @@ static void ep_add(int fd, struct handle *h, enum h_kind k, void *p, uint32_t ev
 	epoll_ctl(srv.epfd, EPOLL_CTL_ADD, fd, &e);
 }
 
+static int no_worker(const char *call, int e)
+{
+	return husk_seterr(e, "cannot start the sandbox's worker: %s: %s%s", call, strerror(e),
+			   e == EMFILE || e == ENFILE || e == EAGAIN ?
+			   " (husk serve is out of descriptors or processes: try again later)" : "");
+}
+
 static int start_worker(struct sandbox *sb, char **wargv, int wargc, bool policy)
 {
 	char *argv[API_MAX_WORKER_ARGS + 4];
@@ -92,26 +99,32 @@ static int start_worker(struct sandbox *sb, char **wargv, int wargc, bool policy
 	}
 	argv[n] = NULL;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, xs) < 0)
-		return husk_seterr(errno, "socketpair: %s", strerror(errno));
+		return no_worker("socketpair", errno);
 	if (pipe2(jp, O_CLOEXEC) < 0) {
+		int e = errno;
+
 		close(xs[0]);
 		close(xs[1]);
-		return husk_seterr(errno, "pipe: %s", strerror(errno));
+		return no_worker("pipe", e);
 	}
 	if (pipe2(lp, O_CLOEXEC) < 0) {
+		int e = errno;
+
 		close(xs[0]);
 		close(xs[1]);
 		close(jp[0]);
 		close(jp[1]);
-		return husk_seterr(errno, "pipe: %s", strerror(errno));
+		return no_worker("pipe", e);
 	}
 	if (policy && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ps) < 0) {
+		int e = errno;
+
 		for (i = 0; i < 2; i++) {
 			close(xs[i]);
 			close(jp[i]);
 			close(lp[i]);
 		}
-		return husk_seterr(errno, "socketpair: %s", strerror(errno));
+		return no_worker("socketpair", e);
 	}
 	sb->pid = fork();
 	if (sb->pid == 0)
@@ -125,18 +138,21 @@ static int start_worker(struct sandbox *sb, char **wargv, int wargc, bool policy
 	sb->jfd = jp[0];
 	sb->logfd = lp[0];
 	sb->pfd = ps[0];
-	if (sb->pid < 0) {
-		int e = errno;
-
-		return husk_seterr(e, "cannot start a worker: %s", strerror(e));
-	}
+	if (sb->pid < 0)
+		return no_worker("fork", errno);
 	fcntl(sb->xfd, F_SETFL, O_NONBLOCK);
 	fcntl(sb->jfd, F_SETFL, O_NONBLOCK);
 	fcntl(sb->logfd, F_SETFL, O_NONBLOCK);
 	sb->pidfd = syscall(SYS_pidfd_open, sb->pid, 0);
 	if (sb->pidfd < 0) {
+		int e = errno;
+
+		/* Not watched, so reaped here: no zombie is left behind. */
 		kill(sb->pid, SIGKILL);
-		return husk_seterr(errno, "pidfd_open: %s", strerror(errno));
+		while (waitpid(sb->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		sb->pid = 0;
+		return no_worker("pidfd_open", e);
 	}
 	ep_add(sb->xfd, &sb->hx, H_SB_X, sb, EPOLLIN);
 	ep_add(sb->jfd, &sb->hj, H_SB_JSON, sb, EPOLLIN);

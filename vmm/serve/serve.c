@@ -576,8 +576,11 @@ static void start(struct bind *to, struct api_req *req)
 	} else {
 		sb = sb_spawn(keep, NULL);
 	}
-	if (!sb) {
+	if (!sb || sb->exited) {
+		/* No worker: the answer now (an exited one is reaped with the others). */
 		bind_send(to, api_error(to->re, E_INTERNAL, husk_lasterr(), NULL));
+		if (is_run)
+			metrics_job("failed");
 		api_req_free(keep);
 		free(keep);
 		return;
@@ -585,8 +588,6 @@ static void start(struct bind *to, struct api_req *req)
 	if (is_run)
 		bind_send(to, api_event(to->re, "accepted", json_pack("{s:s}", "sandbox", sb->name)));
 	sb_begin(sb, to, keep, is_run);
-	if (sb->exited)
-		serve_changed();
 }
 
 static void admit(struct bind *to, struct api_req *req)
