@@ -95,6 +95,19 @@ START_TEST(bad_rule_is_refused)
 }
 END_TEST
 
+/* A pooled clone's workspace was made at its start: a size asked for takes no clone. */
+START_TEST(workspace_size_takes_no_pool)
+{
+	parse("{\"id\":1,\"op\":\"create\",\"template\":\"base\",\"workspace_size\":64}");
+	ck_assert(!r.machine_default);
+	ck_assert(!r.net_pool);
+	parse("{\"id\":1,\"op\":\"run\",\"template\":\"net\",\"net\":\"egress\","
+	      "\"workspace_size\":1024,\"argv\":[\"true\"]}");
+	ck_assert(!r.machine_default);
+	ck_assert(!r.net_pool);
+}
+END_TEST
+
 Suite *api_suite(void)
 {
 	Suite *s = suite_create("api");
@@ -106,6 +119,7 @@ Suite *api_suite(void)
 	tcase_add_test(tc, egress_rules_become_the_policy);
 	tcase_add_test(tc, machine_changes_take_no_pool);
 	tcase_add_test(tc, bad_rule_is_refused);
+	tcase_add_test(tc, workspace_size_takes_no_pool);
 	suite_add_tcase(s, tc);
 	return s;
 }

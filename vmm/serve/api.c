@@ -424,8 +424,11 @@ static int machine(json_t *o, struct api_req *r)
 		err = warg2(r, "--env", r->cmd.env[i]);
 	if (!err && r->op == OP_CREATE && r->cmd.cwd)
 		err = warg2(r, "--cwd", r->cmd.cwd);
+	/* A pooled clone's workspace was made at its start, with the default size. */
 	if (!err)
-		err = warg_uint(r, o, "workspace_size", "--workspace-size", RUN_MAX_WORKSPACE_MIB, NULL);
+		err = warg_uint(r, o, "workspace_size", "--workspace-size", RUN_MAX_WORKSPACE_MIB,
+				&set);
+	changed |= set;
 	r->max_output = RUN_DEFAULT_MAX_OUTPUT;
 	if (!err)
 		err = get_uint(o, "max_output", UINT64_MAX / 2, &r->max_output, NULL);
