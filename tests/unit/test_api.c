@@ -108,6 +108,21 @@ START_TEST(workspace_size_takes_no_pool)
 }
 END_TEST
 
+/* The daemon caps what was asked for and cuts only its own defaults. */
+START_TEST(timeouts_asked_for_are_marked)
+{
+	parse("{\"id\":1,\"op\":\"create\"}");
+	ck_assert(!r.timeout_set && !r.idle_set);
+	parse("{\"id\":1,\"op\":\"create\",\"timeout\":0,\"idle_timeout\":5}");
+	ck_assert(r.timeout_set && r.idle_set);
+	ck_assert_uint_eq(r.lifetime_s, 0);
+	parse("{\"id\":1,\"op\":\"run\",\"argv\":[\"true\"],\"vcpus\":3,\"timeout\":9}");
+	ck_assert(r.timeout_set);
+	ck_assert_uint_eq(r.cmd.timeout_ms, 9000);
+	ck_assert_uint_eq(r.vcpus, 3);
+}
+END_TEST
+
 Suite *api_suite(void)
 {
 	Suite *s = suite_create("api");
@@ -120,6 +135,7 @@ Suite *api_suite(void)
 	tcase_add_test(tc, machine_changes_take_no_pool);
 	tcase_add_test(tc, bad_rule_is_refused);
 	tcase_add_test(tc, workspace_size_takes_no_pool);
+	tcase_add_test(tc, timeouts_asked_for_are_marked);
 	suite_add_tcase(s, tc);
 	return s;
 }

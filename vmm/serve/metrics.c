@@ -52,6 +52,8 @@ static struct {
 	struct family jobs, drops;
 	struct family requests;		/* "op|result" */
 	uint64_t timeouts, oom_kills, dns_refused;
+	struct metrics_uid uids[METRICS_MAX_UIDS];
+	unsigned nr_uids;
 } M = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static void family_add(struct family *f, const char *value, uint64_t n)
@@ -137,7 +139,40 @@ void metrics_request(const char *op, const char *result)
 	pthread_mutex_unlock(&M.lock);
 }
 
+void metrics_uids(const struct metrics_uid *rows, unsigned n)
+{
+	pthread_mutex_lock(&M.lock);
+	M.nr_uids = n < METRICS_MAX_UIDS ? n : METRICS_MAX_UIDS;
+	if (M.nr_uids)
+		memcpy(M.uids, rows, M.nr_uids * sizeof(*rows));
+	pthread_mutex_unlock(&M.lock);
+}
+
 /* ---- exposition ---- */
+
+static void uids_print(FILE *f)
+{
+	static const struct {
+		const char *name, *help;
+	} g[] = {
+		{ "husk_uid_connections", "Connections open, by the client's uid." },
+		{ "husk_uid_sandboxes", "Sandboxes that have not ended, by their owner's uid." },
+		{ "husk_uid_mem_mib", "Guest RAM of those sandboxes in MiB, by uid." },
+		{ "husk_uid_queued", "Requests waiting in the queue, by uid." },
+	};
+	unsigned k, i;
+
+	for (k = 0; k < ARRAY_SIZE(g); k++) {
+		fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", g[k].name, g[k].help, g[k].name);
+		for (i = 0; i < M.nr_uids; i++) {
+			const struct metrics_uid *u = &M.uids[i];
+			unsigned long long v = k == 0 ? u->conns : k == 1 ? u->sandboxes :
+					       k == 2 ? u->mem_mib : u->queued;
+
+			fprintf(f, "%s{uid=\"%u\"} %llu\n", g[k].name, (unsigned)u->uid, v);
+		}
+	}
+}
 
 static void family_print(FILE *f, const char *name, const char *label, const struct family *fm)
 {
@@ -204,6 +239,7 @@ char *metrics_render(void)
 				(int)(bar - M.requests.values[i]), M.requests.values[i], bar + 1,
 				(unsigned long long)M.requests.counts[i]);
 	}
+	uids_print(f);
 	pthread_mutex_unlock(&M.lock);
 	if (fclose(f)) {
 		free(buf);

@@ -619,6 +619,10 @@ void sb_begin(struct sandbox *sb, struct bind *to, struct api_req *r, bool is_ru
 	sb->req = r;
 	bind_set(&sb->creator, to->c, to->re);
 	if (!is_run) {
+		/* Its connection is not idle while the session lives. */
+		sb->origin = to->c;
+		if (to->c)
+			to->c->sessions++;
 		sb->idle_us = r->idle_timeout_s * 1000000ull;
 		sb->lifetime_end = r->lifetime_s ? now_us() + r->lifetime_s * 1000000ull : 0;
 	}
@@ -1072,6 +1076,13 @@ static json_t *job_record(struct sandbox *sb)
 			 "peak_rss_kib", json_object_get(e, "peak_rss_kib"));
 }
 
+static void origin_clear(struct sandbox *sb)
+{
+	if (sb->origin)
+		sb->origin->sessions--;
+	sb->origin = NULL;
+}
+
 static void finish(struct sandbox *sb)
 {
 	json_t *rec = sb->record ? json_loads(sb->record, 0, NULL) : NULL;
@@ -1087,6 +1098,7 @@ static void finish(struct sandbox *sb)
 	snprintf(msg, sizeof(msg), "%s", why ? why : sb->log_len ? log_tail(sb) :
 		 "the sandbox's worker ended");
 	sb->state = SB_DONE;
+	origin_clear(sb);
 	if (rec)
 		metrics_from_record(rec);
 	if (sb->is_run && (sb->creator.c || sb->detach)) {
@@ -1167,6 +1179,8 @@ void sb_client_gone(struct sandbox *sb, struct client *c)
 		bind_clear(&sb->waiter);
 	if (sb->policy_to.c == c)
 		bind_clear(&sb->policy_to);
+	if (sb->origin == c)
+		origin_clear(sb);
 	if (sb->creator.c == c) {
 		bind_clear(&sb->creator);
 		/* A run nobody waits for dies with its client, unless it was detached. */
@@ -1228,6 +1242,7 @@ void sb_free(struct sandbox *sb)
 	bind_clear(&sb->creator);
 	bind_clear(&sb->waiter);
 	bind_clear(&sb->policy_to);
+	origin_clear(sb);
 	if (sb->pfd >= 0)
 		close(sb->pfd);
 	if (sb->xfd >= 0)
