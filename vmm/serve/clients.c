@@ -10,7 +10,9 @@
  * one pass at most. A client whose answers are not read stops being read:
  * past CLIENT_ANSWERS_MAX unsent bytes its requests wait in the socket, and
  * past CLIENT_OUT_HARD (sandboxes' output is held at CLIENT_OUT_MAX) it is
- * closed.
+ * closed. A uid's connections together are held the same way past
+ * PEER_OUT_MAX unsent and PEER_IN_MAX unhandled bytes, so what one uid makes
+ * the daemon hold is bounded however many connections it has.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -54,7 +56,7 @@ static void peer_put(struct peer *p)
 {
 	struct peer **pp;
 
-	if (p->conns || p->in_bytes)
+	if (p->conns || p->in_bytes || p->out_bytes)
 		return;
 	for (pp = &srv.peers; *pp; pp = &(*pp)->next) {
 		if (*pp == p) {
@@ -67,14 +69,20 @@ static void peer_put(struct peer *p)
 
 /* ---- answers out ---- */
 
-bool client_full(const struct client *c)
-{
-	return c->out_len - c->out_off > CLIENT_OUT_MAX;
-}
-
 static size_t unsent(const struct client *c)
 {
 	return c->out_len - c->out_off;
+}
+
+bool client_full(const struct client *c)
+{
+	return unsent(c) > CLIENT_OUT_MAX || c->peer->out_bytes > PEER_OUT_MAX;
+}
+
+/* Room for the answers of another request. */
+static bool answers_room(const struct client *c)
+{
+	return unsent(c) <= CLIENT_ANSWERS_MAX && c->peer->out_bytes <= PEER_OUT_MAX;
 }
 
 /* Some request read and not handled yet: a complete line in the buffer. */
@@ -100,8 +108,7 @@ static void client_arm(struct client *c)
 
 	if (c->gone || c->fd < 0)
 		return;
-	if (unsent(c) <= CLIENT_ANSWERS_MAX && !has_line(c) &&
-	    c->peer->in_bytes < PEER_IN_MAX)
+	if (answers_room(c) && !has_line(c) && c->peer->in_bytes < PEER_IN_MAX)
 		ev |= EPOLLIN;
 	if (unsent(c))
 		ev |= EPOLLOUT;
@@ -126,13 +133,21 @@ static void client_flush(struct client *c)
 			return;
 		}
 		c->out_off += w;
+		c->peer->out_bytes -= w;
 	}
 	if (c->out_off != before) {
 		c->t_active = now_us();
 		c->t_stall = unsent(c) ? c->t_active : 0;
 	}
-	if (c->out_off == c->out_len)
+	if (c->out_off == c->out_len) {
 		c->out_off = c->out_len = 0;
+		/* Drained: a buffer a burst made large goes back. */
+		if (c->out_cap > 4 * READ_CHUNK) {
+			free(c->out);
+			c->out = NULL;
+			c->out_cap = 0;
+		}
+	}
 	client_arm(c);
 }
 
@@ -182,6 +197,7 @@ void client_send(struct client *c, char *line)
 		c->t_stall = now_us();
 	memcpy(c->out + c->out_len, line, n);
 	c->out_len += n;
+	c->peer->out_bytes += n;
 	free(line);
 	client_flush(c);
 }
@@ -273,7 +289,7 @@ static unsigned client_lines(struct client *c, unsigned max)
 	unsigned k = 0;
 	char *nl;
 
-	while (k < max && !c->gone && unsent(c) <= CLIENT_ANSWERS_MAX && has_line(c)) {
+	while (k < max && !c->gone && answers_room(c) && has_line(c)) {
 		char *line = c->in + c->in_off;
 		size_t len;
 
@@ -343,9 +359,9 @@ bool clients_pass(void)
 		if (!c->gone && c->fd >= 0) {
 			unsigned room = c->peer->lines < PEER_LINES ? PEER_LINES - c->peer->lines : 0;
 
-			if (room && unsent(c) <= CLIENT_ANSWERS_MAX)
+			if (room && answers_room(c))
 				c->peer->lines += client_lines(c, room < CLIENT_LINES ? room : CLIENT_LINES);
-			if (!c->gone && unsent(c) <= CLIENT_ANSWERS_MAX && has_line(c)) {
+			if (!c->gone && answers_room(c) && has_line(c)) {
 				more = true;
 				if (!srv.rr)
 					srv.rr = c;	/* the next pass starts here */
@@ -390,6 +406,7 @@ void clients_reap(void)
 			srv.nclients--;
 			c->peer->conns--;
 			c->peer->in_bytes -= c->in_len - c->in_off;
+			c->peer->out_bytes -= unsent(c);
 			peer_put(c->peer);
 			free(c->in);
 			free(c->out);

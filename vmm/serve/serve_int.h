@@ -18,8 +18,9 @@
 #include "serve/serve.h"
 
 #define CLIENT_OUT_MAX (16u << 20)	/* a client that reads slower holds its sandboxes */
-#define CLIENT_ANSWERS_MAX (1u << 20)	/* ... and no request of it is read past this */
+#define CLIENT_ANSWERS_MAX (256u << 10)	/* ... and no request of it is read past this */
 #define CLIENT_OUT_HARD (64u << 20)	/* a client past this is closed */
+#define PEER_OUT_MAX (32u << 20)	/* all of a uid's clients: as CLIENT_OUT_MAX */
 #define SB_OUT_MAX (8u << 20)		/* frames waiting for a worker's socket */
 #define SB_MAX_REQS 96			/* open execs, puts and gets per sandbox */
 #define SB_LOG_MAX 4096			/* the tail of a worker's own messages */
@@ -40,6 +41,7 @@ struct peer {
 	uid_t uid;
 	unsigned conns;
 	size_t in_bytes;		/* request bytes read, not handled yet */
+	size_t out_bytes;		/* answer bytes not sent yet */
 	unsigned lines;			/* handled in this pass */
 	struct peer *next;
 };
