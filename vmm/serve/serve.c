@@ -67,7 +67,8 @@ const char serve_usage[] =
 	"  --max-queue N       requests that wait for room before 'busy' (default 64)\n"
 	"  --pool T=K          keep K sandboxes restored from template T ready\n"
 	"  --metrics A:P       Prometheus metrics on http://A:P/metrics\n"
-	"  --config FILE       key = value lines (max_vms, max_mem, max_queue, pool.T = K),\n"
+	"  --config FILE       key = value lines (max_vms, max_mem, max_queue, pool.T = K,\n"
+	"                      each uid's share and the timeouts: husk-serve(8)),\n"
 	"                      read at start and again on SIGHUP\n"
 	"  --grace SEC         on SIGTERM, how long running work may finish (default 30)\n"
 	"  --template-dir DIR  where templates live (default /var/lib/husk/templates)\n";
