@@ -83,7 +83,9 @@ class Daemon:
                 c.close()
             except OSError:
                 time.sleep(0.05)
-        raise RuntimeError("husk serve did not start: " + self.logtext())
+        why = self.logtext()
+        self.stop()
+        raise RuntimeError("husk serve did not start: " + why)
 
     def logtext(self):
         self.log.flush()
