@@ -25,7 +25,7 @@ static Suite *(*const suites[])(void) = {
 	seccomp_suite,
 	cgroup_suite, jail_suite,
 	run_record_suite, util_suite, accounts_suite, snapshot_suite, template_suite, session_suite,
-	layer_suite, api_suite, oci_suite,
+	layer_suite, api_suite, admit_suite, oci_suite,
 };
 
 static int skip_fd = -1;

@@ -53,6 +53,7 @@ Suite *snapshot_suite(void);
 Suite *template_suite(void);
 Suite *session_suite(void);
 Suite *api_suite(void);
+Suite *admit_suite(void);
 Suite *oci_suite(void);
 Suite *layer_suite(void);
 

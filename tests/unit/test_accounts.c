@@ -83,13 +83,24 @@ END_TEST
 
 START_TEST(membership)
 {
-	/* The caller's own gid, the passwd primary group, a member list. */
-	ck_assert(account_in_group(4242, 106, 106));
-	ck_assert(account_in_group(1001, 1001, 2000));
-	ck_assert(account_in_group(1000, 1000, 106));
-	ck_assert(!account_in_group(1001, 2000, 106));
+	/* The passwd primary group, a member list. */
+	ck_assert(account_in_group(1001, 2000));
+	ck_assert(account_in_group(1000, 106));
+	ck_assert(!account_in_group(1001, 106));
 	/* carol is listed in kvm but has no passwd entry: her uid is unknown. */
-	ck_assert(!account_in_group(1002, 1002, 106));
+	ck_assert(!account_in_group(1002, 106));
+}
+END_TEST
+
+START_TEST(own_gid_is_not_membership)
+{
+	/*
+	 * A process running with the group's gid (setgid, or given it) is not
+	 * a member: uid 4242 is nobody's, bob's primary group is 2000.
+	 */
+	ck_assert(!account_in_group(4242, 106));
+	ck_assert(!account_in_group(1001, 106));
+	ck_assert(!account_in_group(0, 106));
 }
 END_TEST
 
@@ -106,7 +117,7 @@ START_TEST(long_group_line)
 	write_file(group, text);
 	free(text);
 	/* Far longer than the first buffer: read again, not cut or skipped. */
-	ck_assert(account_in_group(1000, 1000, 3000));
+	ck_assert(account_in_group(1000, 3000));
 	ck_assert(account_gid_taken(3001));
 }
 END_TEST
@@ -120,8 +131,8 @@ START_TEST(missing_files)
 	ck_assert(!account_uid_taken(0));
 	ck_assert(!account_gid_taken(0));
 	ck_assert_int_eq(account_group_gid("root", &g), -ENOENT);
-	ck_assert(!account_in_group(0, 5, 0));
-	ck_assert(account_in_group(0, 5, 5));
+	ck_assert(!account_in_group(0, 0));
+	ck_assert(!account_in_group(0, 5));
 }
 END_TEST
 
@@ -134,6 +145,7 @@ Suite *accounts_suite(void)
 	tcase_add_test(tc, taken_ids);
 	tcase_add_test(tc, group_by_name);
 	tcase_add_test(tc, membership);
+	tcase_add_test(tc, own_gid_is_not_membership);
 	tcase_add_test(tc, long_group_line);
 	tcase_add_test(tc, missing_files);
 	suite_add_tcase(s, tc);

@@ -349,6 +349,34 @@ START_TEST(container_roots_and_keys_are_not_served)
 }
 END_TEST
 
+/* A pooled clone's workspace was made at its start: a size asked for takes no clone. */
+START_TEST(workspace_size_takes_no_pool)
+{
+	parse("{\"id\":1,\"op\":\"create\",\"template\":\"base\",\"workspace_size\":64}");
+	ck_assert(!r.machine_default);
+	ck_assert(!r.net_pool);
+	parse("{\"id\":1,\"op\":\"run\",\"template\":\"net\",\"net\":\"egress\","
+	      "\"workspace_size\":1024,\"argv\":[\"true\"]}");
+	ck_assert(!r.machine_default);
+	ck_assert(!r.net_pool);
+}
+END_TEST
+
+/* The daemon caps what was asked for and cuts only its own defaults. */
+START_TEST(timeouts_asked_for_are_marked)
+{
+	parse("{\"id\":1,\"op\":\"create\"}");
+	ck_assert(!r.timeout_set && !r.idle_set);
+	parse("{\"id\":1,\"op\":\"create\",\"timeout\":0,\"idle_timeout\":5}");
+	ck_assert(r.timeout_set && r.idle_set);
+	ck_assert_uint_eq(r.lifetime_s, 0);
+	parse("{\"id\":1,\"op\":\"run\",\"argv\":[\"true\"],\"vcpus\":3,\"timeout\":9}");
+	ck_assert(r.timeout_set);
+	ck_assert_uint_eq(r.cmd.timeout_ms, 9000);
+	ck_assert_uint_eq(r.vcpus, 3);
+}
+END_TEST
+
 Suite *api_suite(void)
 {
 	Suite *s = suite_create("api");
@@ -360,6 +388,8 @@ Suite *api_suite(void)
 	tcase_add_test(tc, egress_rules_become_the_policy);
 	tcase_add_test(tc, machine_changes_take_no_pool);
 	tcase_add_test(tc, bad_rule_is_refused);
+	tcase_add_test(tc, workspace_size_takes_no_pool);
+	tcase_add_test(tc, timeouts_asked_for_are_marked);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("client-rules");
 	tcase_add_checked_fixture(tc, lim_setup, teardown);

@@ -152,13 +152,11 @@ int account_user_gid(uid_t uid, gid_t *gid)
 	return find_user(uid, NULL, 0, gid) ? 0 : -ENOENT;
 }
 
-bool account_in_group(uid_t uid, gid_t gid, gid_t want)
+bool account_in_group(uid_t uid, gid_t want)
 {
 	char name[256];
 	gid_t primary;
 
-	if (gid == want)
-		return true;
 	if (!find_user(uid, name, sizeof(name), &primary))
 		return false;
 	return primary == want || find_group(NULL, want, name, NULL);

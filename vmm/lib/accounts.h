@@ -32,10 +32,11 @@ int account_group_gid(const char *name, gid_t *gid);
 int account_user_gid(uid_t uid, gid_t *gid);
 
 /*
- * The user with this uid is in group want: as its primary group gid (the
- * caller's credentials), its primary group in /etc/passwd, or as a member
- * in /etc/group.
+ * The user with this uid is in group want, as the account files say: its
+ * primary group in /etc/passwd, or a member in /etc/group. A process's own
+ * credentials do not count: a setgid program, or one that kept a gid it
+ * was given, would otherwise lend that group to whoever runs it.
  */
-bool account_in_group(uid_t uid, gid_t gid, gid_t want);
+bool account_in_group(uid_t uid, gid_t want);
 
 #endif

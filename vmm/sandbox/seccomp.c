@@ -295,6 +295,49 @@ static const struct rule dns_helper_rules[] = {
 	ALLOW(munmap),
 };
 
+/*
+ * husk-metrics (serve/metrics_helper.c): libmicrohttpd on the listening
+ * socket serve handed it, one thread of its own on epoll, and the main
+ * thread asking serve for the text over their pair. No open, socket,
+ * connect or exec: it can only answer on the sockets it was given. Its
+ * one thread is made with clone and glibc's fixed thread flags (clone3
+ * takes its flags in memory, out of a filter's sight: refused with ENOSYS,
+ * which glibc answers with clone).
+ */
+#define METRICS_THREAD_FLAGS (CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | \
+			      CLONE_SYSVSEM | CLONE_SETTLS | CLONE_PARENT_SETTID | \
+			      CLONE_CHILD_CLEARTID)
+static const struct rule metrics_rules[] = {
+	EPOLL_WAIT_CALL,	/* libmicrohttpd's loop */
+	POLL_CALL,		/* the main thread waits for serve to go */
+	ALLOW(epoll_create1),	/* libmicrohttpd's, made when it starts */
+	ALLOW(epoll_ctl),
+	ALLOW(accept4),		/* scrapers */
+	ALLOW(recvfrom),	/* requests; serve's answers */
+	ALLOW(sendto),		/* responses; requests to serve */
+	ALLOW(sendmsg),
+	ALLOW(shutdown),
+	ALLOW(close),
+	ALLOW(fcntl),		/* the listening socket made non-blocking */
+	ALLOW(setsockopt),	/* TCP_NODELAY on a connection */
+	ALLOW(getsockopt),	/* the listening socket's family, */
+	ALLOW(getsockname),	/* and address */
+	CHECKED(clone, IN(0, METRICS_THREAD_FLAGS)),
+	REFUSE(clone3, ENOSYS),
+	ALLOW(rseq),		/* the new thread's start (glibc insists) */
+	REFUSE(set_robust_list, ENOSYS),	/* ... (robust mutexes: none here) */
+	ALLOW(rt_sigaction),	/* glibc's handler for its own thread signal */
+	REFUSE(prctl, EPERM),	/* libmicrohttpd names its thread: it may not */
+	/* The time zone for a date header: nothing to find in an empty root anyway. */
+	REFUSE(openat, ENOENT),
+	ALLOW(brk),		/* malloc */
+	REFUSE(mremap, ENOMEM),	/* realloc copies instead */
+	CHECKED(mmap, CLEAR(2, PROT_EXEC)),	/* the thread's stack and arena, large answers */
+	CHECKED(mprotect, CLEAR(2, PROT_EXEC)),
+	ALLOW(munmap),
+	ALLOW(exit),		/* the thread ends */
+};
+
 struct rule_list {
 	const char *name;
 	const struct rule *r;
@@ -311,6 +354,7 @@ static const struct rule_list lists[SECCOMP_KIND__COUNT] = {
 				      ARRAY_SIZE(dns_helper_rules) },
 	[SECCOMP_KIND_TEMPLATE_MAIN] = { "template VM main", template_main_rules,
 					 ARRAY_SIZE(template_main_rules) },
+	[SECCOMP_KIND_METRICS] = { "husk-metrics", metrics_rules, ARRAY_SIZE(metrics_rules) },
 };
 
 const char *seccomp_kind_name(enum seccomp_kind kind)

@@ -44,6 +44,7 @@ enum seccomp_kind {
 	SECCOMP_KIND_RUN_VM_MAIN,	/* husk run's VM process main thread after vm_start() */
 	SECCOMP_KIND_DNS_HELPER,	/* the DNS helper process (dns_helper.c), its one thread */
 	SECCOMP_KIND_TEMPLATE_MAIN,	/* husk template create's VM process main thread */
+	SECCOMP_KIND_METRICS,		/* husk-metrics (husk serve's HTTP side), every thread */
 	SECCOMP_KIND__COUNT,
 };
 

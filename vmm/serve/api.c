@@ -422,11 +422,13 @@ static int machine(json_t *o, struct api_req *r)
 		changed = true;
 	}
 	if (!err)
-		err = get_uint(o, "timeout", 31ull * 24 * 3600, &timeout, &set);
+		err = get_uint(o, "timeout", 31ull * 24 * 3600, &timeout, &r->timeout_set);
+	set = r->timeout_set;
 	if (!err && r->op == OP_CREATE) {
 		r->lifetime_s = set ? timeout : DEFAULT_LIFETIME_S;
 		r->idle_timeout_s = DEFAULT_IDLE_S;
-		err = get_uint(o, "idle_timeout", 31ull * 24 * 3600, &r->idle_timeout_s, NULL);
+		err = get_uint(o, "idle_timeout", 31ull * 24 * 3600, &r->idle_timeout_s,
+			       &r->idle_set);
 		timeout = r->lifetime_s;
 	} else if (!err) {
 		/* The job's timeout is its exec's; the worker lives long enough for files too. */
@@ -444,8 +446,11 @@ static int machine(json_t *o, struct api_req *r)
 		err = warg2(r, "--env", r->cmd.env[i]);
 	if (!err && r->op == OP_CREATE && r->cmd.cwd)
 		err = warg2(r, "--cwd", r->cmd.cwd);
+	/* A pooled clone's workspace was made at its start, with the default size. */
 	if (!err)
-		err = warg_uint(r, o, "workspace_size", "--workspace-size", RUN_MAX_WORKSPACE_MIB, NULL);
+		err = warg_uint(r, o, "workspace_size", "--workspace-size", RUN_MAX_WORKSPACE_MIB,
+				&set);
+	changed |= set;
 	r->max_output = RUN_DEFAULT_MAX_OUTPUT;
 	if (!err)
 		err = get_uint(o, "max_output", UINT64_MAX / 2, &r->max_output, NULL);
@@ -487,6 +492,7 @@ static int machine(json_t *o, struct api_req *r)
 	if (cli_parse_run(r->wargc, r->wargv, &ro))
 		return -EINVAL;
 	r->mem_mib = ro.mem_mib;
+	r->vcpus = ro.vcpus;
 	r->machine_default = !changed && !r->net_policy && !rules;
 	/*
 	 * A networked pool's clone starts with no rule: it serves a request

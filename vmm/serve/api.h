@@ -63,10 +63,12 @@ struct api_req {
 	int wargc;
 	const char *template_name;	/* run, create: NULL, or the template */
 	uint64_t mem_mib;		/* run, create: the guest RAM it takes */
+	unsigned vcpus;			/* run, create: its vCPUs */
 	bool machine_default;		/* no option that changes the machine: a pool fits */
 	uint64_t idle_timeout_s;	/* create */
 	uint64_t max_output;		/* run: bytes per stream passed on (the rest counted) */
 	uint64_t lifetime_s;		/* create: 0 none */
+	bool timeout_set, idle_set;	/* run, create: asked for, not the defaults */
 	bool detach, get_always;	/* run */
 	struct api_cmd cmd;		/* run, exec */
 	/* run, create: tar streams to put first (decoded), and run's gets */

@@ -4,7 +4,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -13,11 +12,14 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli_run.h"
 #include "config.h"
 #include "lib/util.h"
+#include "sandbox/jail.h"
 #include "serve/metrics.h"
 #include "serve/metrics_proto.h"
 
@@ -50,6 +52,8 @@ static struct {
 	struct family jobs, drops;
 	struct family requests;		/* "op|result" */
 	uint64_t timeouts, oom_kills, dns_refused;
+	struct metrics_uid uids[METRICS_MAX_UIDS];
+	unsigned nr_uids;
 } M = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static void family_add(struct family *f, const char *value, uint64_t n)
@@ -135,7 +139,40 @@ void metrics_request(const char *op, const char *result)
 	pthread_mutex_unlock(&M.lock);
 }
 
+void metrics_uids(const struct metrics_uid *rows, unsigned n)
+{
+	pthread_mutex_lock(&M.lock);
+	M.nr_uids = n < METRICS_MAX_UIDS ? n : METRICS_MAX_UIDS;
+	if (M.nr_uids)
+		memcpy(M.uids, rows, M.nr_uids * sizeof(*rows));
+	pthread_mutex_unlock(&M.lock);
+}
+
 /* ---- exposition ---- */
+
+static void uids_print(FILE *f)
+{
+	static const struct {
+		const char *name, *help;
+	} g[] = {
+		{ "husk_uid_connections", "Connections open, by the client's uid." },
+		{ "husk_uid_sandboxes", "Sandboxes that have not ended, by their owner's uid." },
+		{ "husk_uid_mem_mib", "Guest RAM of those sandboxes in MiB, by uid." },
+		{ "husk_uid_queued", "Requests waiting in the queue, by uid." },
+	};
+	unsigned k, i;
+
+	for (k = 0; k < ARRAY_SIZE(g); k++) {
+		fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", g[k].name, g[k].help, g[k].name);
+		for (i = 0; i < M.nr_uids; i++) {
+			const struct metrics_uid *u = &M.uids[i];
+			unsigned long long v = k == 0 ? u->conns : k == 1 ? u->sandboxes :
+					       k == 2 ? u->mem_mib : u->queued;
+
+			fprintf(f, "%s{uid=\"%u\"} %llu\n", g[k].name, (unsigned)u->uid, v);
+		}
+	}
+}
 
 static void family_print(FILE *f, const char *name, const char *label, const struct family *fm)
 {
@@ -202,6 +239,7 @@ char *metrics_render(void)
 				(int)(bar - M.requests.values[i]), M.requests.values[i], bar + 1,
 				(unsigned long long)M.requests.counts[i]);
 	}
+	uids_print(f);
 	pthread_mutex_unlock(&M.lock);
 	if (fclose(f)) {
 		free(buf);
@@ -215,15 +253,19 @@ char *metrics_render(void)
 /*
  * GET /metrics is answered by husk-metrics, a separate program linked with
  * libmicrohttpd: husk is a static executable (no shared library to load),
- * and the parser of whatever the network sends runs as nobody, with no
- * privilege and none of serve's state but the text it asks for. serve binds
- * the address itself, so a busy port is an error at start and the helper
- * needs no privilege to listen, and answers the helper from its event loop.
+ * and the parser of whatever the network sends runs confined, with none of
+ * serve's state but the text it asks for: under a uid of its own leased
+ * from the jail's range (not the nobody other daemons share), in its own
+ * PID, mount, IPC, UTS and (empty) network namespaces, then jailed and
+ * filtered by itself after its exec (metrics_proto.h). serve binds the
+ * address itself, so a busy port is an error at start and the helper needs
+ * no privilege to listen, and answers the helper from its event loop.
  */
 static struct {
 	pid_t pid;
 	int fd;
-} H = { .pid = -1, .fd = -1 };
+	int uid_lock;			/* the helper's uid is ours while held */
+} H = { .pid = -1, .fd = -1, .uid_lock = -1 };
 
 static int parse_addr(const char *addr, struct sockaddr_storage *ss, socklen_t *len)
 {
@@ -275,10 +317,15 @@ static int listen_addr(const char *addr)
 	return fd;
 }
 
-/* In the child: the helper with fd 3 listening and fd 4 to serve, as nobody. */
-static void __attribute__((noreturn)) helper_exec(const char *path, int lfd, int cfd)
+/*
+ * In the child: the helper with fd 3 listening and fd 4 to serve, and an
+ * empty environment. With uid (serve is root) it still has root's
+ * privilege to jail itself after the exec, in the namespaces jail_fork()
+ * made; it reads nothing from the network before.
+ */
+static void __attribute__((noreturn)) helper_exec(const char *path, int lfd, int cfd, uid_t uid)
 {
-	char *argv[] = { (char *)"husk-metrics", NULL };
+	char num[16], *argv[] = { (char *)"husk-metrics", NULL, NULL, NULL }, *envp[] = { NULL };
 	sigset_t none;
 	int l, c;
 
@@ -291,17 +338,51 @@ static void __attribute__((noreturn)) helper_exec(const char *path, int lfd, int
 	if (l < 0 || c < 0 || dup2(l, METRICS_LISTEN_FD) < 0 || dup2(c, METRICS_CHANNEL_FD) < 0)
 		_exit(127);
 	close_range(METRICS_CHANNEL_FD + 1, ~0U, 0);
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() == 1)
-		_exit(127);
-	if (geteuid() == 0 &&
-	    (setgroups(0, NULL) || setresgid(METRICS_NOBODY, METRICS_NOBODY, METRICS_NOBODY) ||
-	     setresuid(METRICS_NOBODY, METRICS_NOBODY, METRICS_NOBODY)))
+	/* jail_fork() set it and checked the race; a plain fork checks here. */
+	if (!uid && (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() == 1))
 		_exit(127);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 		_exit(127);
-	execv(path, argv);
+	if (uid) {
+		snprintf(num, sizeof(num), "%u", (unsigned)uid);
+		argv[1] = (char *)"--uid";
+		argv[2] = num;
+	}
+	execve(path, argv, envp);
 	fprintf(stderr, "husk: serve: cannot run %s: %s\n", path, strerror(errno));
 	_exit(127);
+}
+
+/* The helper's "/": an empty directory nobody but root may change. */
+static int helper_root(void)
+{
+	struct stat st;
+
+	if ((mkdir("/run/husk", 0755) && errno != EEXIST) ||
+	    (mkdir(METRICS_ROOT, 0555) && errno != EEXIST))
+		return husk_seterr(errno, "--metrics: cannot create %s: %s", METRICS_ROOT,
+				   strerror(errno));
+	if (lstat(METRICS_ROOT, &st) || !S_ISDIR(st.st_mode) || st.st_uid != 0 ||
+	    (st.st_mode & 022))
+		return husk_seterr(EPERM, "--metrics: %s must be a directory owned by root that "
+				   "no one else may write", METRICS_ROOT);
+	return 0;
+}
+
+/* As root: a uid for the helper alone, and its "/". 0 otherwise (it keeps ours). */
+static int helper_uid(uid_t *uid)
+{
+	int err;
+
+	*uid = 0;
+	if (geteuid() != 0)
+		return 0;
+	err = helper_root();
+	if (!err)
+		err = jail_uid_lease(RUN_DEFAULT_UID_BASE, RUN_DEFAULT_UID_COUNT, uid, &H.uid_lock);
+	if (err)
+		return husk_seterr(err, "--metrics: no uid for husk-metrics: %s", husk_lasterr());
+	return 0;
 }
 
 int metrics_start(const char *addr, const char *helper)
@@ -309,6 +390,7 @@ int metrics_start(const char *addr, const char *helper)
 	struct pollfd p;
 	char ready = 0;
 	int lfd, sv[2], err;
+	uid_t uid;
 
 	if (access(helper, X_OK))
 		return husk_seterr(errno, "--metrics: cannot run %s (%s): it is built and "
@@ -316,21 +398,25 @@ int metrics_start(const char *addr, const char *helper)
 	lfd = listen_addr(addr);
 	if (lfd < 0)
 		return lfd;
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv)) {
-		err = errno;
+	err = helper_uid(&uid);
+	if (!err && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
+		err = husk_seterr(errno, "--metrics: socketpair: %s", strerror(errno));
+	if (err) {
 		close(lfd);
-		return husk_seterr(err, "--metrics: socketpair: %s", strerror(err));
+		metrics_stop();
+		return err;
 	}
-	H.pid = fork();
+	H.pid = uid ? jail_fork(JAIL_NEWNET) : fork();
 	if (H.pid == 0)
-		helper_exec(helper, lfd, sv[1]);
-	err = errno;
+		helper_exec(helper, lfd, sv[1], uid);
+	err = H.pid >= 0 ? 0 : uid ? H.pid : -errno;
 	close(lfd);
 	close(sv[1]);
 	H.fd = sv[0];
 	if (H.pid < 0) {
+		H.pid = -1;
 		metrics_stop();
-		return husk_seterr(err, "--metrics: fork: %s", strerror(err));
+		return husk_seterr(err, "--metrics: cannot start husk-metrics: %s", strerror(-err));
 	}
 	/* The helper says it serves; otherwise it said why on stderr. */
 	p.fd = H.fd;
@@ -385,4 +471,8 @@ void metrics_stop(void)
 			;
 	}
 	H.pid = -1;
+	/* Reaped: its uid may go to a VM now. */
+	if (H.uid_lock >= 0)
+		close(H.uid_lock);
+	H.uid_lock = -1;
 }

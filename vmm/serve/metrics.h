@@ -31,6 +31,16 @@ void metrics_egress_drops(const char *reason, uint64_t n);
 void metrics_dns_refused(uint64_t n);
 void metrics_request(const char *op, const char *result);
 
+/* What one uid holds now: the husk_uid_* gauges. */
+struct metrics_uid {
+	uint32_t uid;
+	unsigned conns, sandboxes, queued;
+	uint64_t mem_mib;
+};
+#define METRICS_MAX_UIDS 1024
+/* Replace the rows (a copy of the first METRICS_MAX_UIDS is kept). */
+void metrics_uids(const struct metrics_uid *rows, unsigned n);
+
 /* The exposition text, malloc'd (the unit tests read it without HTTP). */
 char *metrics_render(void);
 

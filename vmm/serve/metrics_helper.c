@@ -1,11 +1,15 @@
 /*
  * husk-metrics: the HTTP side of husk serve --metrics (see serve/metrics.c).
  *
- * Started by serve as nobody with the listening socket as fd 3 and serve's
- * end of a SOCK_SEQPACKET pair as fd 4 (serve/metrics_proto.h). libmicrohttpd
- * parses the requests in this process, so nothing the network sends reaches
- * serve; each GET /metrics asks serve for the exposition text. The helper
- * exits when serve closes the pair (and is killed if serve dies).
+ * Started by serve with the listening socket as fd 3 and serve's end of a
+ * SOCK_SEQPACKET pair as fd 4 (serve/metrics_proto.h). libmicrohttpd parses
+ * the requests in this process, so nothing the network sends reaches serve;
+ * each GET /metrics asks serve for the exposition text. Before it serves,
+ * it confines itself: with --uid (serve is root) the jail of sandbox/jail.h
+ * (an empty read-only "/", that uid, no capabilities, not dumpable), in any
+ * case no core, no new privileges and a system call list
+ * (SECCOMP_KIND_METRICS) that has no open, no socket and no exec. The
+ * helper exits when serve closes the pair (and is killed if serve dies).
  */
 #include <errno.h>
 #include <microhttpd.h>
@@ -14,11 +18,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "lib/util.h"
+#include "sandbox/jail.h"
+#include "sandbox/seccomp.h"
 #include "serve/metrics_proto.h"
+
+/* Descriptors: the two given, libmicrohttpd's connections, its wake-up pair and epoll. */
+#define HELPER_NOFILE 64
+/* Tasks of its uid: this thread and libmicrohttpd's one, with room. */
+#define HELPER_NPROC 4
 
 /* How long a scrape waits for serve's answer before it is a 503. */
 #define ANSWER_WAIT_S 5
@@ -100,7 +114,29 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 	return ret;
 }
 
-int main(void)
+/* The jail (with a uid to take), then the system call list; 0 or -errno. */
+static int confine(int argc, char **argv)
+{
+	struct jail_cfg jc = { .root = METRICS_ROOT, .nofile = HELPER_NOFILE,
+			       .nproc = HELPER_NPROC };
+	struct rlimit none = { 0, 0 };
+	uint64_t uid;
+	int err;
+
+	if (argc == 3 && !strcmp(argv[1], "--uid") && !parse_u64(argv[2], 1, UINT32_MAX - 1, &uid)) {
+		jc.uid = jc.gid = (uid_t)uid;
+		err = jail_enter(&jc);
+		if (err < 0)
+			return err;
+	} else if (argc != 1) {
+		return husk_seterr(EINVAL, "usage: husk-metrics [--uid N]");
+	} else if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) || setrlimit(RLIMIT_CORE, &none)) {
+		return husk_seterr(errno, "prctl: %s", strerror(errno));
+	}
+	return seccomp_install(SECCOMP_KIND_METRICS);
+}
+
+int main(int argc, char **argv)
 {
 	struct timeval tv = { .tv_sec = ANSWER_WAIT_S };
 	struct pollfd p = { .fd = METRICS_CHANNEL_FD };
@@ -120,6 +156,10 @@ int main(void)
 		die("malloc");
 	if (setsockopt(METRICS_CHANNEL_FD, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)))
 		die("SO_RCVTIMEO");
+	if (confine(argc, argv)) {
+		fprintf(stderr, "husk-metrics: cannot confine itself: %s\n", husk_lasterr());
+		return 1;
+	}
 	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG, 0,
 			     NULL, NULL, answer, NULL,
 			     MHD_OPTION_LISTEN_SOCKET, (MHD_socket)METRICS_LISTEN_FD,

@@ -78,6 +78,13 @@ static void ep_add(int fd, struct handle *h, enum h_kind k, void *p, uint32_t ev
 	epoll_ctl(srv.epfd, EPOLL_CTL_ADD, fd, &e);
 }
 
+static int no_worker(const char *call, int e)
+{
+	return husk_seterr(e, "cannot start the sandbox's worker: %s: %s%s", call, strerror(e),
+			   e == EMFILE || e == ENFILE || e == EAGAIN ?
+			   " (husk serve is out of descriptors or processes: try again later)" : "");
+}
+
 static int start_worker(struct sandbox *sb, char **wargv, int wargc, bool policy)
 {
 	char *argv[API_MAX_WORKER_ARGS + 4];
@@ -92,26 +99,32 @@ static int start_worker(struct sandbox *sb, char **wargv, int wargc, bool policy
 	}
 	argv[n] = NULL;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, xs) < 0)
-		return husk_seterr(errno, "socketpair: %s", strerror(errno));
+		return no_worker("socketpair", errno);
 	if (pipe2(jp, O_CLOEXEC) < 0) {
+		int e = errno;
+
 		close(xs[0]);
 		close(xs[1]);
-		return husk_seterr(errno, "pipe: %s", strerror(errno));
+		return no_worker("pipe", e);
 	}
 	if (pipe2(lp, O_CLOEXEC) < 0) {
+		int e = errno;
+
 		close(xs[0]);
 		close(xs[1]);
 		close(jp[0]);
 		close(jp[1]);
-		return husk_seterr(errno, "pipe: %s", strerror(errno));
+		return no_worker("pipe", e);
 	}
 	if (policy && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ps) < 0) {
+		int e = errno;
+
 		for (i = 0; i < 2; i++) {
 			close(xs[i]);
 			close(jp[i]);
 			close(lp[i]);
 		}
-		return husk_seterr(errno, "socketpair: %s", strerror(errno));
+		return no_worker("socketpair", e);
 	}
 	sb->pid = fork();
 	if (sb->pid == 0)
@@ -125,18 +138,21 @@ static int start_worker(struct sandbox *sb, char **wargv, int wargc, bool policy
 	sb->jfd = jp[0];
 	sb->logfd = lp[0];
 	sb->pfd = ps[0];
-	if (sb->pid < 0) {
-		int e = errno;
-
-		return husk_seterr(e, "cannot start a worker: %s", strerror(e));
-	}
+	if (sb->pid < 0)
+		return no_worker("fork", errno);
 	fcntl(sb->xfd, F_SETFL, O_NONBLOCK);
 	fcntl(sb->jfd, F_SETFL, O_NONBLOCK);
 	fcntl(sb->logfd, F_SETFL, O_NONBLOCK);
 	sb->pidfd = syscall(SYS_pidfd_open, sb->pid, 0);
 	if (sb->pidfd < 0) {
+		int e = errno;
+
+		/* Not watched, so reaped here: no zombie is left behind. */
 		kill(sb->pid, SIGKILL);
-		return husk_seterr(errno, "pidfd_open: %s", strerror(errno));
+		while (waitpid(sb->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		sb->pid = 0;
+		return no_worker("pidfd_open", e);
 	}
 	ep_add(sb->xfd, &sb->hx, H_SB_X, sb, EPOLLIN);
 	ep_add(sb->jfd, &sb->hj, H_SB_JSON, sb, EPOLLIN);
@@ -608,6 +624,10 @@ void sb_begin(struct sandbox *sb, struct bind *to, struct api_req *r, bool is_ru
 	sb->req = r;
 	bind_set(&sb->creator, to->c, to->re);
 	if (!is_run) {
+		/* Its connection is not idle while the session lives. */
+		sb->origin = to->c;
+		if (to->c)
+			to->c->sessions++;
 		sb->idle_us = r->idle_timeout_s * 1000000ull;
 		sb->lifetime_end = r->lifetime_s ? now_us() + r->lifetime_s * 1000000ull : 0;
 	}
@@ -1061,6 +1081,13 @@ static json_t *job_record(struct sandbox *sb)
 			 "peak_rss_kib", json_object_get(e, "peak_rss_kib"));
 }
 
+static void origin_clear(struct sandbox *sb)
+{
+	if (sb->origin)
+		sb->origin->sessions--;
+	sb->origin = NULL;
+}
+
 static void finish(struct sandbox *sb)
 {
 	json_t *rec = sb->record ? json_loads(sb->record, 0, NULL) : NULL;
@@ -1076,6 +1103,7 @@ static void finish(struct sandbox *sb)
 	snprintf(msg, sizeof(msg), "%s", why ? why : sb->log_len ? log_tail(sb) :
 		 "the sandbox's worker ended");
 	sb->state = SB_DONE;
+	origin_clear(sb);
 	if (rec)
 		metrics_from_record(rec);
 	if (sb->is_run && (sb->creator.c || sb->detach)) {
@@ -1156,6 +1184,8 @@ void sb_client_gone(struct sandbox *sb, struct client *c)
 		bind_clear(&sb->waiter);
 	if (sb->policy_to.c == c)
 		bind_clear(&sb->policy_to);
+	if (sb->origin == c)
+		origin_clear(sb);
 	if (sb->creator.c == c) {
 		bind_clear(&sb->creator);
 		/* A run nobody waits for dies with its client, unless it was detached. */
@@ -1217,6 +1247,7 @@ void sb_free(struct sandbox *sb)
 	bind_clear(&sb->creator);
 	bind_clear(&sb->waiter);
 	bind_clear(&sb->policy_to);
+	origin_clear(sb);
 	if (sb->pfd >= 0)
 		close(sb->pfd);
 	if (sb->xfd >= 0)

@@ -1,11 +1,11 @@
 /*
  * serve: `husk serve`, the daemon. See serve.h and docs/api.md.
  *
- * This file: the socket and its clients (lines in, answers out, both
- * bounded), the dispatch of requests, admission (VMs, memory, a FIFO
- * queue), warm pools, signals (SIGTERM drains, SIGHUP reloads --config)
- * and the tick that ends idle sessions. Sandboxes themselves are
- * sandbox.c's.
+ * This file: the configuration, the socket, the dispatch of requests,
+ * admission (the figures admit.c decides on: VMs, memory, a uid's share,
+ * the queue), warm pools, what each uid holds (health, metrics), signals
+ * (SIGTERM drains, SIGHUP reloads --config) and the tick that ends idle
+ * sessions. The connections are clients.c's, sandboxes sandbox.c's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,10 +13,12 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -29,16 +31,24 @@
 #include "lib/accounts.h"
 #include "lib/util.h"
 #include "net/ranges.h"
+#include "machine/vm.h"
 #include "run/run.h"
+#include "serve/admit.h"
 #include "serve/metrics.h"
 #include "serve/serve_int.h"
 #include "template/template.h"
 
 #define TICK_MS 100
-#define MAX_CLIENTS 1024
-#define READ_CHUNK (64 * 1024)
+#define SEC 1000000ull
 #define DEFAULT_MAX_QUEUE 64
 #define DEFAULT_GRACE_S 30
+#define DEFAULT_UID_CONNS 64
+#define DEFAULT_MAX_LIFETIME_S (24 * 3600)
+#define DEFAULT_QUEUE_AGE_S 30
+#define DEFAULT_MAX_WAIT_S 600
+#define DEFAULT_CONN_IDLE_S 3600
+#define DEFAULT_LINE_TIMEOUT_S 30
+#define OPEN_FILES_WANTED 65536		/* clients, and every sandbox's pipes and sockets */
 
 struct server srv;
 
@@ -59,7 +69,8 @@ const char serve_usage[] =
 	"  --max-queue N       requests that wait for room before 'busy' (default 64)\n"
 	"  --pool T=K          keep K sandboxes restored from template T ready\n"
 	"  --metrics A:P       Prometheus metrics on http://A:P/metrics\n"
-	"  --config FILE       key = value lines (max_vms, max_mem, max_queue, pool.T = K),\n"
+	"  --config FILE       key = value lines (max_vms, max_mem, max_queue, pool.T = K,\n"
+	"                      each uid's share and the timeouts: husk-serve(8)),\n"
 	"                      read at start and again on SIGHUP\n"
 	"  --grace SEC         on SIGTERM, how long running work may finish (default 30)\n"
 	"  --template-dir DIR  where templates live (default /var/lib/husk/templates)\n"
@@ -131,7 +142,55 @@ static void defaults(struct serve_cfg *c)
 	c->max_vms = (ncpu > 0 ? ncpu : 1) * 4;
 	c->max_mem_mib = pages > 0 && psz > 0 ? (uint64_t)pages * psz / 2 / (1 << 20) : 4096;
 	c->max_queue = DEFAULT_MAX_QUEUE;
+	c->max_vcpus = VM_MAX_VCPUS;
+	c->uid_max_conns = DEFAULT_UID_CONNS;
+	c->max_lifetime_s = DEFAULT_MAX_LIFETIME_S;
+	c->max_idle_s = DEFAULT_MAX_LIFETIME_S;
+	c->queue_age_s = DEFAULT_QUEUE_AGE_S;
+	c->max_wait_s = DEFAULT_MAX_WAIT_S;
+	c->conn_idle_s = DEFAULT_CONN_IDLE_S;
+	c->line_timeout_s = DEFAULT_LINE_TIMEOUT_S;
 	c->grace_s = DEFAULT_GRACE_S;
+}
+
+/* The configuration file's keys that are one number each. */
+#define MAX_DAYS (31u * 24 * 3600)
+static const struct num_key {
+	const char *key;
+	size_t off;
+	unsigned min, max;
+} num_keys[] = {
+	{ "max_vcpus", offsetof(struct serve_cfg, max_vcpus), 1, VM_MAX_VCPUS },
+	{ "uid_max_conns", offsetof(struct serve_cfg, uid_max_conns), 1, 1024 },
+	{ "uid_max_vms", offsetof(struct serve_cfg, uid_max_vms), 1, 100000 },
+	{ "uid_max_queue", offsetof(struct serve_cfg, uid_max_queue), 1, 100000 },
+	{ "max_lifetime", offsetof(struct serve_cfg, max_lifetime_s), 1, MAX_DAYS },
+	{ "max_idle", offsetof(struct serve_cfg, max_idle_s), 1, MAX_DAYS },
+	{ "queue_age", offsetof(struct serve_cfg, queue_age_s), 0, MAX_DAYS },
+	{ "max_wait", offsetof(struct serve_cfg, max_wait_s), 0, MAX_DAYS },
+	{ "conn_idle", offsetof(struct serve_cfg, conn_idle_s), 0, MAX_DAYS },
+	{ "line_timeout", offsetof(struct serve_cfg, line_timeout_s), 0, 86400 },
+};
+
+/* 1 when key is not one of them; else 0, or -errno for its value (at path:line). */
+static int num_key_set(struct serve_cfg *c, const char *key, const char *val, const char *path,
+		       unsigned line)
+{
+	uint64_t v;
+	unsigned i;
+	int err;
+
+	for (i = 0; i < ARRAY_SIZE(num_keys); i++) {
+		if (strcmp(key, num_keys[i].key))
+			continue;
+		err = parse_u64(val, num_keys[i].min, num_keys[i].max, &v);
+		if (err)
+			return husk_seterr(err, "%s:%u: %s: want %u..%u, not %s", path, line, key,
+					   num_keys[i].min, num_keys[i].max, val);
+		*(unsigned *)((char *)c + num_keys[i].off) = (unsigned)v;
+		return 0;
+	}
+	return 1;
 }
 
 int serve_parse(int argc, char **argv, struct serve_cfg *c)
@@ -252,6 +311,10 @@ int serve_read_config(const char *path, struct serve_cfg *c)
 			client_allow_seen = true;
 			if (strcmp(val, "none") && (err = add_client_allow(val, c)))
 				husk_seterr(err, "%s:%u: %s", path, n, husk_lasterr());
+		} else if (!strcmp(key, "uid_max_mem")) {
+			err = parse_u64(val, 32, 1ull << 30, &c->uid_max_mem_mib);
+		} else if ((err = num_key_set(c, key, val, path, n)) <= 0) {
+			/* one of the numbers: done */
 		} else if (!strncmp(key, "pool.", 5) && key[5]) {
 			char arg[200];
 
@@ -284,85 +347,6 @@ static void ep_add(int fd, struct handle *h, enum h_kind k, void *p, uint32_t ev
 	h->kind = k;
 	h->p = p;
 	epoll_ctl(srv.epfd, EPOLL_CTL_ADD, fd, &e);
-}
-
-/* ---- clients ---- */
-
-bool client_full(const struct client *c)
-{
-	return c->out_len - c->out_off > CLIENT_OUT_MAX;
-}
-
-static void client_flush(struct client *c)
-{
-	while (c->out_off < c->out_len) {
-		ssize_t w = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
-				 MSG_DONTWAIT | MSG_NOSIGNAL);
-
-		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			break;
-		if (w <= 0) {
-			c->gone = true;
-			return;
-		}
-		c->out_off += w;
-	}
-	if (c->out_off == c->out_len)
-		c->out_off = c->out_len = 0;
-	ep_mod(c->fd, &c->h, EPOLLIN | (c->out_len ? EPOLLOUT : 0));
-}
-
-void client_send(struct client *c, char *line)
-{
-	size_t n;
-
-	if (!line)
-		return;
-	if (!c || c->gone) {
-		free(line);
-		return;
-	}
-	n = strlen(line);
-	if (c->out_off && c->out_off == c->out_len)
-		c->out_off = c->out_len = 0;
-	if (c->out_len + n > c->out_cap) {
-		size_t cap = c->out_cap ? c->out_cap : 4096;
-		char *nb;
-
-		while (cap < c->out_len + n)
-			cap *= 2;
-		nb = realloc(c->out, cap);
-		if (!nb) {
-			free(line);
-			c->gone = true;
-			return;
-		}
-		c->out = nb;
-		c->out_cap = cap;
-	}
-	memcpy(c->out + c->out_len, line, n);
-	c->out_len += n;
-	free(line);
-	client_flush(c);
-}
-
-void bind_set(struct bind *b, struct client *c, json_t *re)
-{
-	bind_clear(b);
-	b->c = c;
-	b->re = json_incref(re);
-}
-
-void bind_clear(struct bind *b)
-{
-	json_decref(b->re);
-	b->c = NULL;
-	b->re = NULL;
-}
-
-void bind_send(struct bind *b, char *line)
-{
-	client_send(b->c, line);
 }
 
 /* ---- admission, queue, pools ---- */
@@ -472,7 +456,7 @@ static bool evict_pooled(void)
 }
 
 /*
- * A template's guest RAM, for admission: read from the templates' own
+ * A template's guest RAM and vCPUs, for admission: read from the templates' own
  * headers (template_list), kept for a while, since a request must not
  * wait for a directory scan each time. A name not found counts as the
  * default; its worker then fails with the reason.
@@ -483,6 +467,7 @@ static bool evict_pooled(void)
 static struct tpl_cached {
 	char name[TEMPLATE_NAME_MAX + 1];
 	uint64_t mem_mib;
+	unsigned vcpus;
 	bool net;
 } tpl_cache[TPL_CACHE_MAX];
 static unsigned tpl_cached;
@@ -509,6 +494,7 @@ static void tpl_cache_fill(void)
 		snprintf(tpl_cache[tpl_cached].name, sizeof(tpl_cache[0].name), "%s",
 			 t[i].meta.name);
 		tpl_cache[tpl_cached].net = t[i].meta.net;
+		tpl_cache[tpl_cached].vcpus = (unsigned)t[i].meta.vcpus;
 		tpl_cache[tpl_cached++].mem_mib = t[i].meta.mem_bytes >> 20;
 	}
 	free(t);
@@ -533,6 +519,13 @@ uint64_t serve_template_mem(const char *name)
 	return t && t->mem_mib ? t->mem_mib : RUN_DEFAULT_MEM_MIB;
 }
 
+static unsigned template_vcpus(const char *name)
+{
+	const struct tpl_cached *t = tpl_find(name);
+
+	return t && t->vcpus ? t->vcpus : 1;
+}
+
 bool serve_template_net(const char *name)
 {
 	const struct tpl_cached *t = tpl_find(name);
@@ -540,20 +533,23 @@ bool serve_template_net(const char *name)
 	return t && t->net;
 }
 
+static bool queue_waits_room(void);
+
 static void pools_fill(void)
 {
 	unsigned i, have;
+	bool wait;
 
 	if (srv.draining)
 		return;
+	/* Requests first: pools only take room nobody waits for. */
+	wait = queue_waits_room();
 	for (i = 0; i < srv.cfg.nr_pools; i++) {
 		const struct serve_pool_cfg *p = &srv.cfg.pools[i];
-
-		have = count(true, p->template_name, NULL);
-		/* Requests first: pools only take room nobody waits for. */
 		uint64_t mem = serve_template_mem(p->template_name);
 
-		while (have < p->k && !srv.queue && fits(mem)) {
+		have = count(true, p->template_name, NULL);
+		while (have < p->k && !wait && fits(mem)) {
 			struct sandbox *sb = sb_spawn(NULL, p->template_name);
 
 			if (!sb || sb->exited)
@@ -605,8 +601,11 @@ static void start(struct bind *to, struct api_req *req)
 	} else {
 		sb = sb_spawn(keep, NULL);
 	}
-	if (!sb) {
+	if (!sb || sb->exited) {
+		/* No worker: the answer now (an exited one is reaped with the others). */
 		bind_send(to, api_error(to->re, E_INTERNAL, husk_lasterr(), NULL));
+		if (is_run)
+			metrics_job("failed");
 		api_req_free(keep);
 		free(keep);
 		return;
@@ -614,44 +613,178 @@ static void start(struct bind *to, struct api_req *req)
 	if (is_run)
 		bind_send(to, api_event(to->re, "accepted", json_pack("{s:s}", "sandbox", sb->name)));
 	sb_begin(sb, to, keep, is_run);
-	if (sb->exited)
-		serve_changed();
 }
 
-static void admit(struct bind *to, struct api_req *req)
-{
-	struct queued *q, **tail;
-	bool pooled = pool_for(req);
+/* ---- the figures admit.c decides on ---- */
 
-	if (srv.draining) {
-		bind_send(to, api_error(to->re, E_SHUTTING_DOWN, "husk serve is shutting down",
-					NULL));
-		api_req_free(req);
-		return;
+/* The daemon's limits, a uid's share resolved (half of each by default). */
+static struct admit_limits limits(void)
+{
+	const struct serve_cfg *c = &srv.cfg;
+
+	return (struct admit_limits){
+		.max_vms = c->max_vms, .max_mem_mib = c->max_mem_mib,
+		.max_queue = c->max_queue, .max_vcpus = c->max_vcpus,
+		.uid_vms = c->uid_max_vms ? c->uid_max_vms : (c->max_vms + 1) / 2,
+		.uid_mem_mib = c->uid_max_mem_mib ? c->uid_max_mem_mib : c->max_mem_mib / 2,
+		.uid_queue = c->uid_max_queue ? c->uid_max_queue : (c->max_queue + 1) / 2,
+		.age_us = c->queue_age_s * SEC, .wait_us = c->max_wait_s * SEC,
+	};
+}
+
+static struct admit_use use_now(void)
+{
+	struct admit_use u = { .queued = srv.queued };
+	struct sandbox *sb;
+
+	for (sb = srv.sandboxes; sb; sb = sb->next) {
+		if (sb->state == SB_DONE)
+			continue;
+		u.vms++;
+		u.mem_mib += sb->mem_mib;
+		if (sb->state == SB_ENDING) {
+			u.ending++;
+			u.ending_mem += sb->mem_mib;
+		} else if (sb->from_pool && !sb->owned) {
+			u.idle_pooled++;
+			u.idle_pooled_mem += sb->mem_mib;
+		}
 	}
-	/* A template fixes the machine: its RAM is what the sandbox takes. */
-	if (req->template_name)
-		req->mem_mib = serve_template_mem(req->template_name);
-	if (!srv.queue && (pooled || fits(req->mem_mib))) {
-		start(to, req);
-		publish();
-		return;
+	return u;
+}
+
+/* What uid holds: sandboxes that have not ended, and queued requests. */
+static struct admit_uid_use uid_use(uid_t uid)
+{
+	struct admit_uid_use u = { 0 };
+	struct sandbox *sb;
+	struct queued *q;
+
+	for (sb = srv.sandboxes; sb; sb = sb->next) {
+		if (sb->owned && sb->owner == uid && sb->state != SB_DONE) {
+			u.vms++;
+			u.mem_mib += sb->mem_mib;
+		}
 	}
-	if (srv.queued >= srv.cfg.max_queue) {
-		bind_send(to, api_error(to->re, E_BUSY, "no room for another sandbox and the "
-					"queue is full", json_pack("{s:o}", "load", load_json())));
-		api_req_free(req);
-		return;
+	for (q = srv.queue; q; q = q->next)
+		u.queued += q->uid == uid && q->to.c;
+	return u;
+}
+
+static struct admit_req admit_req_of(const struct api_req *r, uid_t uid,
+				      const struct admit_uid_use *use, uint64_t since)
+{
+	return (struct admit_req){
+		.mem_mib = r->mem_mib, .vcpus = r->vcpus ? r->vcpus : 1,
+		.pooled = pool_for(r) != NULL, .exempt = uid == 0, .uid = *use,
+		.waited_us = since ? now_us() - since : 0,
+	};
+}
+
+/* The queue as admit.c takes it (requests whose client is still there), oldest first. */
+static struct admit_req *q_reqs;
+static struct queued **q_ptrs;
+static unsigned q_cap;
+
+static unsigned queue_snapshot(void)
+{
+	struct queued *q;
+	unsigned n = 0, i;
+
+	if (srv.queued > q_cap) {
+		struct admit_req *r = realloc(q_reqs, srv.queued * sizeof(*r));
+		struct queued **p = r ? realloc(q_ptrs, srv.queued * sizeof(*p)) : NULL;
+
+		if (r)
+			q_reqs = r;
+		if (!p)
+			return 0;
+		q_ptrs = p;
+		q_cap = srv.queued;
 	}
-	q = calloc(1, sizeof(*q));
+	for (q = srv.queue; q && n < q_cap; q = q->next) {
+		struct admit_uid_use use;
+
+		if (!q->to.c)
+			continue;	/* its client left: dropped by dequeue() */
+		/* A uid's use once per snapshot, however many requests it queued. */
+		for (i = 0; i < n && q_ptrs[i]->uid != q->uid; i++)
+			;
+		use = i < n ? q_reqs[i].uid : uid_use(q->uid);
+		q_ptrs[n] = q;
+		q_reqs[n++] = admit_req_of(&q->req, q->uid, &use, q->t);
+	}
+	return n;
+}
+
+/* Some queued request waits for room, not only for its own uid's sandboxes. */
+static bool queue_waits_room(void)
+{
+	struct admit_limits lim = limits();
+	struct admit_use u = use_now();
+	unsigned n = queue_snapshot(), i;
+
+	for (i = 0; i < n; i++)
+		if (admit_fit(&lim, &u, &q_reqs[i]) == ADMIT_WAIT_ROOM)
+			return true;
+	return false;
+}
+
+/* ---- admission ---- */
+
+static void refuse(struct bind *to, struct api_req *req, const char *code, const char *msg,
+		   bool load)
+{
+	bind_send(to, api_error(to->re, code, msg,
+				load ? json_pack("{s:o}", "load", load_json()) : NULL));
+	api_req_free(req);
+}
+
+/*
+ * A run's timeout and a session's lifetime and idle timeout, within the
+ * daemon's max_lifetime and max_idle: asked for beyond them (0, none,
+ * included), the request is refused; a default beyond them is cut.
+ */
+static int time_caps(struct api_req *r, char *why, size_t len)
+{
+	uint64_t life = srv.cfg.max_lifetime_s, idle = srv.cfg.max_idle_s;
+	uint64_t t = r->op == OP_CREATE ? r->lifetime_s : r->cmd.timeout_ms / 1000;
+
+	if (r->timeout_set && (!t || t > life)) {
+		snprintf(why, len, "timeout %" PRIu64 " s%s is longer than this daemon lets a "
+			 "sandbox live (max_lifetime %" PRIu64 " s)", t, t ? "" : " (none)", life);
+		return -ERANGE;
+	}
+	if (r->op == OP_RUN) {
+		if (!t || t > life)
+			r->cmd.timeout_ms = life * 1000;
+		return 0;
+	}
+	if (r->idle_set && (!r->idle_timeout_s || r->idle_timeout_s > idle)) {
+		snprintf(why, len, "idle_timeout %" PRIu64 " s%s is longer than this daemon lets "
+			 "a session wait (max_idle %" PRIu64 " s)", r->idle_timeout_s,
+			 r->idle_timeout_s ? "" : " (none)", idle);
+		return -ERANGE;
+	}
+	if (!t || t > life)
+		r->lifetime_s = life;
+	if (!r->idle_timeout_s || r->idle_timeout_s > idle)
+		r->idle_timeout_s = idle;
+	return 0;
+}
+
+static void enqueue(struct bind *to, struct api_req *req, uid_t uid)
+{
+	struct queued *q = calloc(1, sizeof(*q)), **tail;
+
 	if (!q) {
-		bind_send(to, api_error(to->re, E_INTERNAL, "out of memory", NULL));
-		api_req_free(req);
+		refuse(to, req, E_INTERNAL, "out of memory", false);
 		return;
 	}
 	bind_set(&q->to, to->c, to->re);
 	q->req = *req;
 	memset(req, 0, sizeof(*req));
+	q->uid = uid;
 	q->t = now_us();
 	for (tail = &srv.queue; *tail; tail = &(*tail)->next)
 		;
@@ -659,34 +792,113 @@ static void admit(struct bind *to, struct api_req *req)
 	srv.queued++;
 	if (q->req.op == OP_RUN)
 		bind_send(to, api_event(to->re, "queued", json_pack("{s:o}", "load", load_json())));
-	if (!fits(q->req.mem_mib))
-		evict_pooled();
-	publish();
+}
+
+static void admit(struct bind *to, struct api_req *req)
+{
+	struct admit_limits lim = limits();
+	struct admit_use u = use_now();
+	uid_t uid = to->c->uid;
+	struct admit_uid_use use;
+	struct admit_req a;
+	char why[300];
+	unsigned n;
+
+	if (srv.draining) {
+		refuse(to, req, E_SHUTTING_DOWN, "husk serve is shutting down", false);
+		return;
+	}
+	/* A template fixes the machine: its RAM and vCPUs are what the sandbox takes. */
+	if (req->template_name) {
+		req->mem_mib = serve_template_mem(req->template_name);
+		req->vcpus = template_vcpus(req->template_name);
+	}
+	use = uid_use(uid);
+	a = admit_req_of(req, uid, &use, 0);
+	if (time_caps(req, why, sizeof(why)) || admit_check(&lim, &a, why, sizeof(why))) {
+		refuse(to, req, E_BAD, why, false);
+		return;
+	}
+	n = queue_snapshot();
+	switch (admit_new(&lim, &u, q_reqs, n, &a)) {
+	case ADMIT_START:
+		start(to, req);
+		publish();
+		return;
+	case ADMIT_QUEUE:
+		enqueue(to, req, uid);
+		publish();
+		return;
+	case ADMIT_BUSY:
+		if (srv.queued >= srv.cfg.max_queue)
+			snprintf(why, sizeof(why), "no room for another sandbox and the queue is full");
+		else
+			snprintf(why, sizeof(why), "uid %u has %u requests queued, its share of the "
+				 "queue (uid_max_queue): wait for them", (unsigned)uid, a.uid.queued);
+		refuse(to, req, E_BUSY, why, true);
+		return;
+	}
+}
+
+static void queue_drop(struct queued *q)
+{
+	struct queued **pp;
+
+	for (pp = &srv.queue; *pp; pp = &(*pp)->next) {
+		if (*pp == q) {
+			*pp = q->next;
+			srv.queued--;
+			break;
+		}
+	}
+	bind_clear(&q->to);
+	api_req_free(&q->req);
+	free(q);
+}
+
+/* A queued request that waited max_wait: busy, with the load. */
+static void expire(struct queued *q)
+{
+	char msg[200];
+
+	snprintf(msg, sizeof(msg), "waited %u s in the queue and there is still no room for it "
+		 "(max_wait): try again later", srv.cfg.max_wait_s);
+	bind_send(&q->to, api_error(q->to.re, E_BUSY, msg, json_pack("{s:o}", "load", load_json())));
+	queue_drop(q);
 }
 
 static void dequeue(void)
 {
-	while (srv.queue) {
-		struct queued *q = srv.queue;
-		bool pooled = pool_for(&q->req);
+	struct admit_limits lim = limits();
+	struct queued *q, *next;
+	unsigned steps, n, which;
 
-		if (!q->to.c) {		/* its client left while it waited */
-			srv.queue = q->next;
-			srv.queued--;
-			api_req_free(&q->req);
-			bind_clear(&q->to);
-			free(q);
-			continue;
-		}
-		if (!pooled && !fits(q->req.mem_mib)) {
-			evict_pooled();
+	for (q = srv.queue; q; q = next) {
+		next = q->next;
+		if (!q->to.c)		/* its client left while it waited */
+			queue_drop(q);
+	}
+	/* Each step starts, refuses or gives up something: bounded all the same. */
+	for (steps = 0; steps < 2 * srv.cfg.max_vms + srv.queued + 8; steps++) {
+		struct admit_use u = use_now();
+
+		n = queue_snapshot();
+		switch (admit_next(&lim, &u, q_reqs, n, &which)) {
+		case ADMIT_NONE:
 			return;
+		case ADMIT_DEQUEUE:
+			q = q_ptrs[which];
+			start(&q->to, &q->req);
+			queue_drop(q);
+			break;
+		case ADMIT_EXPIRE:
+			expire(q_ptrs[which]);
+			break;
+		case ADMIT_EVICT:
+			if (!evict_pooled())
+				return;
+			break;
 		}
-		srv.queue = q->next;
-		srv.queued--;
-		start(&q->to, &q->req);
-		bind_clear(&q->to);
-		free(q);
 	}
 }
 
@@ -788,6 +1000,104 @@ static const char *rules_refused(struct client *c, struct api_req *r, const stru
 	return NULL;
 }
 
+/* ---- what each uid holds: health and metrics ---- */
+
+static struct metrics_uid *uid_row(struct metrics_uid **rows, unsigned *n, unsigned *cap,
+				   uid_t uid)
+{
+	unsigned i;
+
+	for (i = 0; i < *n; i++)
+		if ((*rows)[i].uid == uid)
+			return &(*rows)[i];
+	if (*n == *cap) {
+		unsigned nc = *cap ? 2 * *cap : 16;
+		struct metrics_uid *nr = realloc(*rows, nc * sizeof(*nr));
+
+		if (!nr)
+			return NULL;
+		*rows = nr;
+		*cap = nc;
+	}
+	memset(&(*rows)[*n], 0, sizeof(**rows));
+	(*rows)[*n].uid = uid;
+	return &(*rows)[(*n)++];
+}
+
+/* One row per uid with a connection, a sandbox or a queued request (malloc'd). */
+static unsigned uid_rows(struct metrics_uid **out)
+{
+	struct metrics_uid *rows = NULL, *r;
+	unsigned n = 0, cap = 0;
+	struct sandbox *sb;
+	struct peer *p;
+	struct queued *q;
+
+	for (p = srv.peers; p; p = p->next)
+		if (p->conns && (r = uid_row(&rows, &n, &cap, p->uid)))
+			r->conns = p->conns;
+	for (sb = srv.sandboxes; sb; sb = sb->next) {
+		if (sb->owned && sb->state != SB_DONE && (r = uid_row(&rows, &n, &cap, sb->owner))) {
+			r->sandboxes++;
+			r->mem_mib += sb->mem_mib;
+		}
+	}
+	for (q = srv.queue; q; q = q->next)
+		if (q->to.c && (r = uid_row(&rows, &n, &cap, q->uid)))
+			r->queued++;
+	*out = rows;
+	return n;
+}
+
+static json_t *uid_json(const struct metrics_uid *r)
+{
+	return json_pack("{s:I,s:i,s:i,s:I,s:i}", "uid", (json_int_t)r->uid,
+			 "connections", r->conns, "sandboxes", r->sandboxes,
+			 "mem_mib", (json_int_t)r->mem_mib, "queued", r->queued);
+}
+
+/*
+ * health: the load, what the asking uid holds and its share (root has
+ * none), and for an admin every uid's use.
+ */
+static json_t *health_json(const struct client *c)
+{
+	struct admit_limits l = limits();
+	struct metrics_uid *rows = NULL, mine = { .uid = c->uid };
+	unsigned n = uid_rows(&rows), i;
+	json_t *o, *me, *all = c->admin ? json_array() : NULL;
+
+	for (i = 0; i < n; i++) {
+		if (rows[i].uid == c->uid)
+			mine = rows[i];
+		if (all)
+			json_array_append_new(all, uid_json(&rows[i]));
+	}
+	free(rows);
+	me = uid_json(&mine);
+	json_object_set_new(me, "share", c->uid == 0 ? json_null() :
+			    json_pack("{s:i,s:i,s:I,s:i}", "connections", srv.cfg.uid_max_conns,
+				      "sandboxes", l.uid_vms, "mem_mib", (json_int_t)l.uid_mem_mib,
+				      "queue", l.uid_queue));
+	o = json_pack("{s:s,s:o,s:b,s:o}", "version", PACKAGE_VERSION, "load", load_json(),
+		      "draining", srv.draining, "uid", me);
+	if (o && all)
+		json_object_set_new(o, "uids", all);
+	else
+		json_decref(all);
+	return o;
+}
+
+/* Before a scrape: each uid's use, for the husk_uid_* gauges. */
+static void publish_uids(void)
+{
+	struct metrics_uid *rows = NULL;
+	unsigned n = uid_rows(&rows);
+
+	metrics_uids(rows, n);
+	free(rows);
+}
+
 static const char *handle(struct client *c, struct api_req *r)
 {
 	struct bind to = { c, r->id };
@@ -804,9 +1114,7 @@ static const char *handle(struct client *c, struct api_req *r)
 		admit(&to, r);
 		return "ok";
 	case OP_HEALTH:
-		bind_send(&to, api_ok(r->id, json_pack("{s:s,s:o,s:b}", "version", PACKAGE_VERSION,
-						       "load", load_json(), "draining",
-						       srv.draining)));
+		bind_send(&to, api_ok(r->id, health_json(c)));
 		return "ok";
 	case OP_LIST:
 		arr = json_array();
@@ -934,7 +1242,7 @@ static const char *handle(struct client *c, struct api_req *r)
 	}
 }
 
-static void on_line(struct client *c, const char *line, size_t len)
+void serve_request(struct client *c, const char *line, size_t len)
 {
 	struct api_req r;
 	const char *code, *result;
@@ -948,125 +1256,6 @@ static void on_line(struct client *c, const char *line, size_t len)
 	result = handle(c, &r);
 	metrics_request(api_op_name(r.op), result);
 	api_req_free(&r);	/* run and create moved their request out */
-}
-
-static void client_read(struct client *c)
-{
-	char *nl;
-	ssize_t n;
-
-	if (c->in_cap - c->in_len < READ_CHUNK) {
-		size_t cap = c->in_len + READ_CHUNK + 1;
-		char *nb = realloc(c->in, cap);
-
-		if (!nb) {
-			c->gone = true;
-			return;
-		}
-		c->in = nb;
-		c->in_cap = cap;
-	}
-	n = recv(c->fd, c->in + c->in_len, c->in_cap - c->in_len - 1, MSG_DONTWAIT);
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return;
-	if (n <= 0) {
-		c->gone = true;
-		return;
-	}
-	c->in_len += n;
-	while (!c->gone && (nl = memchr(c->in, '\n', c->in_len))) {
-		size_t len = nl - c->in;
-
-		if (!c->skipping && len)
-			on_line(c, c->in, len);
-		c->skipping = false;
-		memmove(c->in, nl + 1, c->in_len - len - 1);
-		c->in_len -= len + 1;
-	}
-	if (c->in_len >= API_MAX_LINE) {
-		/* Answer once, then drop the rest of that line. */
-		if (!c->skipping)
-			client_send(c, api_error(NULL, E_BAD, "a request line is too long", NULL));
-		c->skipping = true;
-		c->in_len = 0;
-	}
-	/* Keep the buffer small between requests. */
-	if (!c->in_len && c->in_cap > 4 * READ_CHUNK) {
-		free(c->in);
-		c->in = NULL;
-		c->in_cap = 0;
-	}
-}
-
-static void client_close(struct client *c)
-{
-	struct sandbox *sb;
-	struct queued *q;
-
-	for (sb = srv.sandboxes; sb; sb = sb->next)
-		sb_client_gone(sb, c);
-	for (q = srv.queue; q; q = q->next)
-		if (q->to.c == c)
-			bind_clear(&q->to);
-	epoll_ctl(srv.epfd, EPOLL_CTL_DEL, c->fd, NULL);
-	close(c->fd);
-	c->fd = -1;
-}
-
-static void reap_clients(void)
-{
-	struct client **pp = &srv.clients, *c;
-
-	while ((c = *pp)) {
-		if (c->gone) {
-			*pp = c->next;
-			if (c->fd >= 0)
-				client_close(c);
-			free(c->in);
-			free(c->out);
-			free(c);
-			continue;
-		}
-		pp = &c->next;
-	}
-	dequeue();
-}
-
-static bool in_group(uid_t uid, gid_t gid, gid_t want)
-{
-	return want != (gid_t)-1 && account_in_group(uid, gid, want);
-}
-
-static void on_accept(void)
-{
-	struct ucred cr;
-	socklen_t len = sizeof(cr);
-	struct client *c, *k;
-	unsigned n = 0;
-	int fd;
-
-	while ((fd = accept4(srv.lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
-		for (k = srv.clients; k; k = k->next)
-			n++;
-		if (n >= MAX_CLIENTS ||
-		    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0) {
-			close(fd);
-			continue;
-		}
-		c = calloc(1, sizeof(*c));
-		if (!c) {
-			close(fd);
-			continue;
-		}
-		c->fd = fd;
-		c->uid = cr.uid;
-		c->gid = cr.gid;
-		c->pid = cr.pid;
-		c->admin = cr.uid == 0 || in_group(cr.uid, cr.gid, srv.cfg.admin_gid);
-		c->next = srv.clients;
-		srv.clients = c;
-		ep_add(fd, &c->h, H_CLIENT, c, EPOLLIN);
-	}
 }
 
 /* ---- the socket, signals, the loop ---- */
@@ -1194,6 +1383,7 @@ static void tick(void)
 		return;
 	for (sb = srv.sandboxes; sb; sb = sb->next)
 		sb_tick(sb, now);
+	clients_tick(now);
 	if (srv.draining && now >= srv.drain_end)
 		for (sb = srv.sandboxes; sb; sb = sb->next)
 			sb_kill(sb);
@@ -1210,6 +1400,22 @@ static bool drained(void)
 	return true;
 }
 
+/*
+ * Every client is a descriptor and every sandbox five or six: the soft
+ * limit goes up to the hard one (as far as OPEN_FILES_WANTED), as a
+ * daemon's should. Out of them all the same, the listener waits a tick.
+ */
+static void open_files(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= OPEN_FILES_WANTED ||
+	    rl.rlim_cur >= rl.rlim_max)
+		return;
+	rl.rlim_cur = rl.rlim_max < OPEN_FILES_WANTED ? rl.rlim_max : OPEN_FILES_WANTED;
+	setrlimit(RLIMIT_NOFILE, &rl);
+}
+
 static int setup(const struct serve_cfg *c)
 {
 	struct itimerspec its = { { 0, TICK_MS * 1000000 }, { 0, TICK_MS * 1000000 } };
@@ -1218,6 +1424,7 @@ static int setup(const struct serve_cfg *c)
 	memset(&srv, 0, sizeof(srv));
 	srv.cfg = *c;
 	srv.lfd = srv.sfd = srv.tfd = -1;
+	open_files();
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
@@ -1253,6 +1460,7 @@ static int setup(const struct serve_cfg *c)
 		static struct handle hl, hs, ht;
 
 		ep_add(srv.lfd, &hl, H_LISTEN, NULL, EPOLLIN);
+		srv.hl = &hl;
 		ep_add(srv.sfd, &hs, H_SIGNAL, NULL, EPOLLIN);
 		ep_add(srv.tfd, &ht, H_TIMER, NULL, EPOLLIN);
 	}
@@ -1262,6 +1470,7 @@ static int setup(const struct serve_cfg *c)
 int serve_main(const struct serve_cfg *c)
 {
 	struct epoll_event ev[64];
+	bool more = false;
 	int n, i;
 
 	if (setup(c)) {
@@ -1273,7 +1482,8 @@ int serve_main(const struct serve_cfg *c)
 	pools_fill();
 	publish();
 	while (!(srv.draining && drained())) {
-		n = epoll_wait(srv.epfd, ev, 64, -1);
+		/* Requests left from the last pass: look at events, do not wait for them. */
+		n = epoll_wait(srv.epfd, ev, 64, more ? 0 : -1);
 		if (n < 0 && errno != EINTR)
 			break;
 		for (i = 0; i < n; i++) {
@@ -1281,7 +1491,7 @@ int serve_main(const struct serve_cfg *c)
 
 			switch (h->kind) {
 			case H_LISTEN:
-				on_accept();
+				clients_accept();
 				break;
 			case H_SIGNAL:
 				on_signal();
@@ -1290,6 +1500,7 @@ int serve_main(const struct serve_cfg *c)
 				tick();
 				break;
 			case H_METRICS:
+				publish_uids();
 				if (metrics_answer()) {
 					epoll_ctl(srv.epfd, EPOLL_CTL_DEL, metrics_fd(), NULL);
 					metrics_stop();
@@ -1298,10 +1509,7 @@ int serve_main(const struct serve_cfg *c)
 			case H_CLIENT: {
 				struct client *cl = h->p;
 
-				if (ev[i].events & EPOLLOUT)
-					client_flush(cl);
-				if (ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
-					client_read(cl);
+				client_event(cl, ev[i].events);
 				/* A client that drained its answers may release its sandboxes. */
 				if (!client_full(cl)) {
 					struct sandbox *sb;
@@ -1316,7 +1524,8 @@ int serve_main(const struct serve_cfg *c)
 				break;
 			}
 		}
-		reap_clients();
+		more = clients_pass();
+		clients_reap();
 		reap_sandboxes();
 		serve_changed();
 	}

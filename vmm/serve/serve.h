@@ -35,6 +35,17 @@ struct serve_cfg {
 	unsigned max_vms;
 	uint64_t max_mem_mib;
 	unsigned max_queue;
+	unsigned max_vcpus;		/* of one sandbox */
+	/* One uid's share (root has none); 0: half the daemon's limit. */
+	unsigned uid_max_conns;		/* never 0 */
+	unsigned uid_max_vms, uid_max_queue;
+	uint64_t uid_max_mem_mib;
+	unsigned max_lifetime_s;	/* a run's timeout, a session's lifetime, at most */
+	unsigned max_idle_s;		/* a session's idle_timeout at most */
+	unsigned queue_age_s;		/* a request queued this long holds the room it needs */
+	unsigned max_wait_s;		/* one queued this long is refused; 0: never */
+	unsigned conn_idle_s;		/* a silent connection with nothing open is closed; 0: never */
+	unsigned line_timeout_s;	/* one holding a partial request line; 0: never */
 	struct serve_pool_cfg pools[SERVE_MAX_POOLS];
 	unsigned nr_pools;
 	const char *metrics_addr;	/* "host:port", or NULL */

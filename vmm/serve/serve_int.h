@@ -1,7 +1,8 @@
 /*
- * serve_int: what serve.c (the daemon: clients, requests, admission,
- * pools, signals) and sandbox.c (one worker per sandbox and the session
- * protocol with it) share. Internal to vmm/serve/.
+ * serve_int: what serve.c (the daemon: requests, admission, pools,
+ * signals), clients.c (the connections and their shares) and sandbox.c
+ * (one worker per sandbox and the session protocol with it) share.
+ * Internal to vmm/serve/.
  */
 #ifndef HUSK_SERVE_INT_H
 #define HUSK_SERVE_INT_H
@@ -17,6 +18,9 @@
 #include "serve/serve.h"
 
 #define CLIENT_OUT_MAX (16u << 20)	/* a client that reads slower holds its sandboxes */
+#define CLIENT_ANSWERS_MAX (256u << 10)	/* ... and no request of it is read past this */
+#define CLIENT_OUT_HARD (64u << 20)	/* a client past this is closed */
+#define PEER_OUT_MAX (32u << 20)	/* all of a uid's clients: as CLIENT_OUT_MAX */
 #define SB_OUT_MAX (8u << 20)		/* frames waiting for a worker's socket */
 #define SB_MAX_REQS 96			/* open execs, puts and gets per sandbox */
 #define SB_LOG_MAX 4096			/* the tail of a worker's own messages */
@@ -32,6 +36,16 @@ struct handle {
 	void *p;
 };
 
+/* The connections of one uid, for its share and its turn. */
+struct peer {
+	uid_t uid;
+	unsigned conns;
+	size_t in_bytes;		/* request bytes read, not handled yet */
+	size_t out_bytes;		/* answer bytes not sent yet */
+	unsigned lines;			/* handled in this pass */
+	struct peer *next;
+};
+
 struct client {
 	struct handle h;
 	int fd;
@@ -39,11 +53,18 @@ struct client {
 	gid_t gid;
 	pid_t pid;
 	bool admin;
-	char *in;			/* a partial request line */
-	size_t in_len, in_cap;
+	struct peer *peer;
+	char *in;			/* request bytes: handled up to in_off, */
+	size_t in_off, in_scan, in_len, in_cap;	/* no '\n' before in_scan */
 	bool skipping;			/* inside a line that was too long */
 	char *out;			/* answer lines not written yet */
 	size_t out_len, out_off, out_cap;
+	uint32_t ep_events;		/* what epoll watches for now */
+	unsigned binds;			/* its requests that may still be answered */
+	unsigned sessions;		/* live sessions it created */
+	uint64_t t_active;		/* the last byte in or out */
+	uint64_t t_line;		/* a partial request line held since, or 0 */
+	uint64_t t_stall;		/* answers waiting, none taken since, or 0 */
 	bool gone;			/* closed: freed once nothing points at it */
 	struct client *next;
 };
@@ -108,6 +129,7 @@ struct sandbox {
 	uint64_t t_request, t_ready, t_active, lifetime_end, idle_us;
 	/* create: waiting for ready (and its puts); run: the whole run */
 	struct bind creator;
+	struct client *origin;		/* a session's creator, while both live */
 	struct api_req *req;		/* run/create request kept (argv, puts, gets) */
 	unsigned puts_sent;		/* create/run: the request's puts sent so far */
 	unsigned puts_pending;		/* one of them is waiting for its XDONE */
@@ -127,7 +149,12 @@ struct sandbox {
 struct server {
 	struct serve_cfg cfg;
 	int epfd, lfd, sfd, tfd;
+	struct handle *hl;		/* the listening socket's */
+	bool listen_paused;		/* out of descriptors: until the next tick */
 	struct client *clients;
+	unsigned nclients;
+	struct client *rr;		/* where the next pass over requests starts */
+	struct peer *peers;
 	struct sandbox *sandboxes;
 	unsigned next_sb;
 	bool draining;
@@ -139,19 +166,29 @@ struct server {
 struct queued {
 	struct bind to;
 	struct api_req req;
+	uid_t uid;
+	bool exempt;			/* root's: no share */
 	uint64_t t;
 	struct queued *next;
 };
 
 extern struct server srv;
 
-/* serve.c */
+/* clients.c */
 void client_send(struct client *c, char *line);	/* takes line */
 void bind_send(struct bind *b, char *line);
 void bind_set(struct bind *b, struct client *c, json_t *re);
 void bind_clear(struct bind *b);
 bool client_full(const struct client *c);
+void clients_accept(void);
+void client_event(struct client *c, uint32_t events);
+bool clients_pass(void);	/* true: requests are left for another pass */
+void clients_tick(uint64_t now);
+void clients_reap(void);	/* free the closed ones */
+
+/* serve.c */
 void ep_mod(int fd, struct handle *h, uint32_t events);
+void serve_request(struct client *c, const char *line, size_t len);
 void serve_changed(void);	/* a sandbox ended or became ready: admission, pools, metrics */
 uint64_t serve_template_mem(const char *name);	/* a template's guest RAM, MiB */
 bool serve_template_net(const char *name);	/* the template's guest has a NIC */
