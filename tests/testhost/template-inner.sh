@@ -228,11 +228,12 @@ wait $k 2>/dev/null
 run "the next clone runs and cleans up after the killed one" 0 run --template base $R -- true
 sleep 1
 [ -z "$(pidof husk)" ] && ok "no husk process left" || bad "husk processes left: $(pidof husk)"
-ls -d /tmp/husk-run-* >/dev/null 2>&1 && bad "runtime dirs left: $(ls -d /tmp/husk-run-*)" ||
-	ok "no runtime directory left"
+if ls -d /tmp/husk-run-* >/dev/null 2>&1; then bad "runtime dirs left: $(ls -d /tmp/husk-run-*)"
+else ok "no runtime directory left"; fi
 cg=$(find /sys/fs/cgroup -type d -path '*/husk/*' 2>/dev/null | head -n 3)
 [ -z "$cg" ] && ok "no cgroup left" || bad "cgroups left: $cg"
-ls $D | grep -q '^\.' && bad "temporary template files left: $(ls -A $D)" || ok "no temporary template left"
+if ls $D | grep -q '^\.'; then bad "temporary template files left: $(ls -A $D)"
+else ok "no temporary template left"; fi
 
 # ---- the clock, once the template has aged a minute
 now=$(date +%s)
