@@ -705,7 +705,10 @@ st=$?
 t1=$(cut -d' ' -f1 /proc/uptime | tr -d .)
 ms=$(( (t1 - t0) * 10 ))
 that "$name: exit 143 (got $st)" [ $st = 143 ]
-that "$name: husk ended ${ms} ms after SIGTERM (bound 1000 ms)" [ $ms -le 1000 ]
+# A hang bound, not a speed test: nested TCG can stall any process for
+# seconds. The time itself is a figure.
+echo "# figure: husk ended ${ms} ms after SIGTERM during the --get flood"
+that "$name: husk ended after SIGTERM within the hang bound (${ms} ms, bound 10000 ms)" [ $ms -le 10000 ]
 that "$name: nothing committed" empty_dir $R/tar-flood
 teardown "$name"
 
