@@ -45,10 +45,10 @@ PY_CHECKS = {"check", "expect"}
 
 
 class Cmd:
-    """One simple command: its words, first line, and the operators around it."""
+    """One simple command: its words, its first line, the operator after it."""
 
     def __init__(self, line):
-        self.words, self.line, self.before, self.after = [], line, "\n", "\n"
+        self.words, self.line, self.after = [], line, "\n"
         self.after_line = line		# where the operator after it is
 
 
@@ -163,7 +163,7 @@ class Scanner:
         return self.s[start:self.i], "".join(plain)
 
     def commands(self):
-        cmds, cur, before = [], None, "\n"
+        cmds, cur = [], None
         while self.i < len(self.s):
             c = self.peek()
             if c == "\\" and self.peek(1) == "\n":
@@ -182,7 +182,7 @@ class Scanner:
                 if cur and cur.words:
                     cur.after, cur.after_line = op, self.line
                     cmds.append(cur)
-                cur, before = None, op
+                cur = None
                 self.i += len(op)
                 if op == "\n":
                     self.line += 1
@@ -201,7 +201,6 @@ class Scanner:
                 continue
             if cur is None:
                 cur = Cmd(self.line)
-                cur.before = before
             raw, plain = self.word()
             cur.words.append((raw, plain))
         if cur and cur.words:
