@@ -31,6 +31,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/reboot.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -201,9 +202,30 @@ static void set_clock(uint64_t ns)
 		fatal("clock_settime: %s", strerror(errno));
 }
 
-static void seed_rng(const uint8_t *seed, size_t len)
+/*
+ * Under --verbose, one console line says that the CRNG was reseeded and what
+ * it gave just before: clones of one template that print the same bytes
+ * there would have handed their jobs the same random bytes without the
+ * reseed (tests/testhost/template-inner.sh checks both). Those bytes come
+ * from the state every clone of the template shares, so they tell nothing
+ * about what the CRNG gives after the reseed.
+ */
+static void log_reseed(size_t len, const uint8_t *before, size_t n)
+{
+	char hex[2 * 16 + 1] = "unavailable";
+	size_t i;
+
+	for (i = 0; before && i < n && i < 16; i++)
+		snprintf(hex + 2 * i, sizeof(hex) - 2 * i, "%02x", before[i]);
+	fprintf(stderr, "husk-init: CRNG reseeded with %zu host bytes; just before, it gave %s\n",
+		len, hex);
+}
+
+static void seed_rng(const uint8_t *seed, size_t len, bool verbose)
 {
 	struct rand_pool_info *info;
+	uint8_t before[8];
+	bool sampled = false;
 	int fd;
 
 	if (!len)
@@ -221,8 +243,12 @@ static void seed_rng(const uint8_t *seed, size_t len)
 	 * A VM restored from a template carries the template's CRNG state:
 	 * reseed now, so no two clones hand out the same random bytes.
 	 */
+	if (verbose)
+		sampled = getrandom(before, sizeof(before), GRND_NONBLOCK) == sizeof(before);
 	if (ioctl(fd, RNDRESEEDCRNG, 0))
 		fatal("reseed the kernel's CRNG: %s", strerror(errno));
+	if (verbose)
+		log_reseed(len, sampled ? before : NULL, sizeof(before));
 	close(fd);
 	free(info);
 }
@@ -524,7 +550,7 @@ int main(int argc, char **argv)
 		if (js.verbose)
 			log_namespaces();
 		set_clock(js.clock_ns);
-		seed_rng(js.seed, js.seed_len);
+		seed_rng(js.seed, js.seed_len, js.verbose);
 		size_workspace(js.workspace_mib);
 		if (net_setup(&js))
 			fatal("network: %s", husk_lasterr());

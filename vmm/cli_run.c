@@ -138,7 +138,7 @@ const char cli_run_usage[] =
 	"  --no-jail           debugging only: run the VMM without its jail\n"
 	"                      (namespaces, uid, cgroup, seccomp); husk warns\n"
 	"  --verbose           debug messages on stderr; guest-init's notes (its\n"
-	"                      namespaces) on the guest's console\n"
+	"                      namespaces, its CRNG reseed) on the guest's console\n"
 	"\n"
 	"Exit status: the job's exit code; 128+N if a signal N killed it; 124 the\n"
 	"job timed out; 125 the VM or husk failed; 2 usage error (nothing started).\n";

@@ -24,6 +24,19 @@ rm -rf $W $R
 mkdir -p $W $R
 . "$(dirname "$0")/../testhost/stall-witness.sh"
 stall_watch $W/ticks
+# stall_within FILE FROM TO: the seconds of the longest stretch without a
+# tick of the witness (the test host standing still) that fall between
+# FROM and TO (uptime_cs values): a stall outside the window is no excuse.
+stall_within() {
+	awk -v from="$2" -v to="$3" '
+		function span(a, b) { if (a < from) a = from; if (b > to) b = to; if (b - a > m) m = b - a }
+		{ if (p != "") span(p, $1); p = $1 }
+		END { if (p != "") span(p, to); print int(m / 100) }' "$1"
+}
+# A case that failed because its guest did not connect within husk's 60 s
+# allowance runs again only if the test host stood still for this long of
+# it: less than 15 s were left, and a guest-init boot takes 1-3 s here.
+STALL_RETRY_S=45
 pass=0 fail=0 skip=0 retries=0
 case_no=0
 
@@ -31,15 +44,20 @@ case_no=0
 SECRET=audit-secret-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
 export HUSK_AUDIT_SECRET=$SECRET AWS_SECRET_ACCESS_KEY=$SECRET-aws
 
+# Every check helper returns 0 when its check passed and 1 when it did not
+# (a pending one included), so that `that ... || show ...` works. A check
+# judges its whole condition: `that NAME [ a ] && [ b ]` would judge [ a ]
+# only, so such conditions go into one command (sh -c '...' _ ARGS);
+# tests/lint/hollow.test refuses the pattern.
 ok() { echo "ok   - $1"; pass=$((pass + 1)); }
-fail_() { echo "FAIL - $1"; fail=$((fail + 1)); }
+fail_() { echo "FAIL - $1"; fail=$((fail + 1)); return 1; }
 # bad MSG: a failed check; while PEND names a feature, it counts as needing it.
 PEND=
 bad() { if [ -n "$PEND" ]; then pend "$PEND" "$1"; else fail_ "$1"; fi; }
 # pend FEATURE MSG: a check that needs FEATURE failed.
 pend() {
 	case " $PENDING " in
-	*" $1 "*) echo "SKIP (pending: $1) - $2"; skip=$((skip + 1)) ;;
+	*" $1 "*) echo "SKIP (pending: $1) - $2"; skip=$((skip + 1)); return 1 ;;
 	*) fail_ "$2 [needs $1]" ;;
 	esac
 }
@@ -50,13 +68,14 @@ show() {
 	done
 }
 # has NAME FILE ERE / hasnt NAME FILE ERE, and *_p FEATURE ... for pending ones
-has() { if grep -Eq -- "$3" "$2"; then ok "$1"; else bad "$1: no /$3/ in ${2##*/}"; show "$2"; fi; }
+has() { if grep -Eq -- "$3" "$2"; then ok "$1"; else bad "$1: no /$3/ in ${2##*/}"; show "$2"; return 1; fi; }
 hasnt() {
 	if grep -Eq -- "$3" "$2"; then
 		bad "$1: /$3/ in ${2##*/}"; grep -E -- "$3" "$2" | head -n 3 | cut -c1-200 | sed 's/^/    | /'
+		return 1
 	else ok "$1"; fi
 }
-has_p() { if grep -Eq -- "$4" "$3"; then ok "$2"; else pend "$1" "$2: no /$4/ in ${3##*/}"; show "$3"; fi; }
+has_p() { if grep -Eq -- "$4" "$3"; then ok "$2"; else pend "$1" "$2: no /$4/ in ${3##*/}"; show "$3"; return 1; fi; }
 # that NAME CMD...: a shell condition
 that() { local _n=$1; shift; if "$@"; then ok "$_n"; else bad "$_n"; fi; }
 that_p() { local _f=$1 _n=$2; shift 2; if "$@"; then ok "$_n"; else pend "$_f" "$_n"; fi; }
@@ -176,20 +195,28 @@ job() {
 	timeout -s KILL $((LIMIT + 120)) "$HUSK" run --console $C "$@" >$O 2>$E </dev/null
 	st=$?
 	el=$(( $(date +%s) - t0 ))
-	# Husk's own guest-init boots in 1-3 s here. One that did not connect
-	# within the 60 s allowance while the test host itself stood still
-	# (stall-witness.sh) met QEMU-TCG, not the case's hostility: run the
-	# case once more. Cases with their own --rootfs are never repeated.
-	gap=$(stall_gap $W/ticks "$u0")
-	if [ $st = 125 ] && grep -q 'guest-init did not connect within' $E && [ "$gap" -ge 10 ] &&
+	# Husk's own guest-init boots in 1-3 s here. A guest that did not
+	# connect within the 60 s allowance met QEMU-TCG, not the case's
+	# hostility, only if the test host itself stood still (stall-witness.sh)
+	# for STALL_RETRY_S of the time husk waited, from its start to the
+	# allowance's end: then the case runs once more. Cases with their own
+	# --rootfs are never repeated.
+	u1=$(uptime_cs)
+	[ "$u1" -le $((u0 + 6100)) ] || u1=$((u0 + 6100))
+	if [ $st = 125 ] && grep -q 'guest-init did not connect within' $E &&
 	   ! printf '%s\n' "$@" | grep -qx -e '--rootfs'; then
-		echo "# retry: the test host stood still for ${gap} s and the guest did not connect; the case runs once more"
-		show $E
-		retries=$((retries + 1))
-		t0=$(date +%s)
-		timeout -s KILL $((LIMIT + 120)) "$HUSK" run --console $C "$@" >$O 2>$E </dev/null
-		st=$?
-		el=$(( $(date +%s) - t0 ))
+		gap=$(stall_within $W/ticks "$u0" "$u1")
+		if [ "$gap" -lt $STALL_RETRY_S ]; then
+			echo "# no retry: the test host stood still for ${gap} s while husk waited, not ${STALL_RETRY_S} s"
+		else
+			echo "# retry: the test host stood still for ${gap} s while husk waited and the guest did not connect; the case runs once more"
+			show $E
+			retries=$((retries + 1))
+			t0=$(date +%s)
+			timeout -s KILL $((LIMIT + 120)) "$HUSK" run --console $C "$@" >$O 2>$E </dev/null
+			st=$?
+			el=$(( $(date +%s) - t0 ))
+		fi
 	fi
 	PEND=$STATUS_PEND
 	verdict "$name" "$want"
@@ -199,12 +226,15 @@ job() {
 }
 # verdict NAME WANT: status and time bound for the job that just ran.
 verdict() {
+	local r=0
 	case "|$2|" in
 	*"|$st|"*) ok "$1: exit $st" ;;
-	*)	bad "$1: exit $st, expected $2"; show $O $E; [ -s $C ] && tail -n 8 $C | sed 's/^/    console| /' ;;
+	*)	bad "$1: exit $st, expected $2"; r=1
+		show $O $E; [ -s $C ] && tail -n 8 $C | sed 's/^/    console| /' ;;
 	esac
 	if [ $el -le $LIMIT ]; then ok "$1: ended in ${el}s (bound ${LIMIT}s)"
-	else bad "$1: took ${el}s, bound ${LIMIT}s"; fi
+	else bad "$1: took ${el}s, bound ${LIMIT}s"; r=1; fi
+	return $r
 }
 # A job that runs the probe in the guest: --put it into the workspace.
 PUTPROBE="--put $PROBE:probe"
@@ -282,7 +312,8 @@ n=$(wc -c <$O)
 that "endless output: $n bytes passed (cap 64 KiB + marker)" [ "$n" -le 66000 ]
 
 job "one 8 MB line without a newline" 0 -- sh -c 'head -c 8000000 /dev/zero | tr "\0" a'
-that "huge line: all 8000000 bytes, nothing else" [ "$(wc -c <$O)" = 8000000 ] && [ -z "$(tr -d a <$O)" ]
+that "huge line: all 8000000 bytes, nothing else" \
+	sh -c '[ "$(wc -c <"$1")" = 8000000 ] && [ -z "$(tr -d a <"$1")" ]' _ "$O"
 
 job "job closes stdout and stderr early" 6 -- sh -c 'exec >&- 2>&-; sleep 1; echo lost; echo lost >&2; exit 6'
 that "closed streams: nothing arrived" [ ! -s $O ]
@@ -546,7 +577,8 @@ hasnt "$name: nothing from B reached A" $W/vmA.out 'from-b-to-a'
 has "$name: B was refused" $O '^blocked-a$'
 that "$name: B's deny-range drops counted ($(jnum $O deny-range))" gt0 $O deny-range
 bip=$(sed -n 's/.*inet addr:\([0-9.]*\).*/\1/p' $O)
-that "$name: the VMs had different addresses ($aip, $bip)" [ -n "$bip" ] && [ "$aip" != "$bip" ]
+that "$name: the VMs had different addresses ($aip, $bip)" \
+	sh -c '[ -n "$2" ] && [ "$1" != "$2" ]' _ "$aip" "$bip"
 teardown "$name"
 
 LIMIT=120
@@ -638,7 +670,7 @@ job "evil guest: setuid/world-writable file in --get" 0 --rootfs $EVIL --get out
 that "tar-suid: committed" [ -f $R/tar-suid/out/suid ]
 mode=$(stat -c %a $R/tar-suid/out/suid 2>/dev/null)
 that "tar-suid: setuid/setgid and group/world write stripped (mode $mode)" \
-	[ -n "$mode" ] && [ $((0$mode & 06022)) = 0 ]
+	sh -c '[ -n "$1" ] && [ $((0$1 & 06022)) = 0 ]' _ "$mode"
 rm -rf $R/tar-suid
 
 # Names the guest picks, endless and bomb archives after EXIT 0.
@@ -673,7 +705,10 @@ st=$?
 t1=$(cut -d' ' -f1 /proc/uptime | tr -d .)
 ms=$(( (t1 - t0) * 10 ))
 that "$name: exit 143 (got $st)" [ $st = 143 ]
-that "$name: husk ended ${ms} ms after SIGTERM (bound 1000 ms)" [ $ms -le 1000 ]
+# A hang bound, not a speed test: nested TCG can stall any process for
+# seconds. The time itself is a figure.
+echo "# figure: husk ended ${ms} ms after SIGTERM during the --get flood"
+that "$name: husk ended after SIGTERM within the hang bound (${ms} ms, bound 10000 ms)" [ $ms -le 10000 ]
 that "$name: nothing committed" empty_dir $R/tar-flood
 teardown "$name"
 
@@ -772,7 +807,8 @@ st=$?; el=$(( $(date +%s) - t0 ))
 verdict "$name: the next run works" 0
 that "$name: the next run committed its files" [ -f $R/killed/out/g ]
 n_ip=$(sed -n 's/.*inet addr:\([0-9.]*\).*/\1/p' $O)
-that "$name: the killed run's network slot was free again ($k_ip, then $n_ip)" [ -n "$k_ip" ] && [ "$k_ip" = "$n_ip" ]
+that "$name: the killed run's network slot was free again ($k_ip, then $n_ip)" \
+	sh -c '[ -n "$1" ] && [ "$1" = "$2" ]' _ "$k_ip" "$n_ip"
 left=
 for d in $k_run; do [ -e "$d" ] && left="$left $d"; done
 that_p stale-cleanup "$name: the next run removed the killed run's runtime dir (${k_run:-none})${left:+; left:$left}" [ -z "$left" ]

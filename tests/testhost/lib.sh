@@ -5,7 +5,7 @@
 stall_watch $W/ticks
 pass=0 fail=0
 ok() { echo "ok   - $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL - $1"; fail=$((fail + 1)); }
+bad() { echo "FAIL - $1"; fail=$((fail + 1)); return 1; }
 show() { sed 's/^/    | /' "$@" | tail -n "${SHOW_LINES:-15}"; }
 # guest_detail CONSOLE: what a failed run leaves to go on, kept in the log:
 # the guest's last console lines and what the test host's KVM said lately
@@ -16,9 +16,12 @@ guest_detail() {
 	[ -n "${run_u0:-}" ] &&
 		echo "    test host: longest standstill during the run $(stall_gap $W/ticks "$run_u0") s"
 }
-# has NAME FILE REGEX / hasnt NAME FILE REGEX (basic regular expressions)
-has() { if grep -q -- "$3" "$2"; then ok "$1"; else bad "$1: no '$3'"; show "$2"; fi; }
-hasnt() { if grep -q -- "$3" "$2"; then bad "$1: '$3' found"; show "$2"; else ok "$1"; fi; }
+# has NAME FILE REGEX / hasnt NAME FILE REGEX (basic regular expressions).
+# bad and the check helpers (has, hasnt, run) return 1 when the check
+# failed, so that `has ... || show ...` works; each judges its whole
+# condition (tests/lint/hollow.test).
+has() { if grep -q -- "$3" "$2"; then ok "$1"; else bad "$1: no '$3'"; show "$2"; return 1; fi; }
+hasnt() { if grep -q -- "$3" "$2"; then bad "$1: '$3' found"; show "$2"; return 1; else ok "$1"; fi; }
 # run NAME WANT_STATUS ARGS...: husk ARGS, stdout in $W/out, stderr in
 # $W/err, the guest console in $W/console; status in $st.
 run() {
@@ -34,6 +37,7 @@ run() {
 		bad "$name: exit $st, expected $want"
 		show $W/out $W/err
 		guest_detail $W/console
+		return 1
 	fi
 }
 # jnum KEY FILE: a number from the JSON record on the last line of FILE

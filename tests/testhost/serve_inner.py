@@ -3,7 +3,8 @@
 # over its socket the way any client speaks (docs/api.md). Every request
 # type (policy on a networked session: rules opened, closed, hosts
 # allowed); a client that leaves mid-run; the queue full; the pool drained and
-# refilled; four clients with 15 jobs each and nothing leaked; malformed,
+# refilled; four clients with 25 pooled jobs each, a third of them on a
+# networked template, and nothing leaked; malformed,
 # oversized and unauthorised requests; SIGHUP; Prometheus scraping the
 # metrics; SIGKILL and a restart; SIGTERM's drain.
 #   serve_inner.py BUILDDIR PROMETHEUS DNS_STUB IMAGE_STORE
@@ -142,6 +143,58 @@ def leftovers():
     return taps, cgs, runs
 
 
+def descendants(pid):
+    """The live processes below pid."""
+    kids = {}
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open("/proc/%s/stat" % p) as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            kids.setdefault(ppid, []).append(int(p))
+    out, todo = [], [pid]
+    while todo:
+        for k in kids.get(todo.pop(), []):
+            out.append(k)
+            todo.append(k)
+    return out
+
+
+def held_by(pids):
+    """What live processes hold, by name: the taps their tun descriptors
+    are attached to, the vm- cgroups they are in, and the runtime
+    directories their descriptors are in (a worker keeps its lock there)."""
+    taps, cgs, runs = set(), set(), set()
+    for p in pids:
+        try:
+            with open("/proc/%d/cgroup" % p) as f:
+                for l in f:
+                    cgs.update(x for x in l.rstrip("\n").split(":", 2)[-1].split("/")
+                               if x.startswith("vm-"))
+            fds = os.listdir("/proc/%d/fd" % p)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                t = os.readlink("/proc/%d/fd/%s" % (p, fd))
+                if t.startswith("/tmp/husk-run-"):
+                    runs.add(t.split("/")[2])
+                with open("/proc/%d/fdinfo/%s" % (p, fd)) as f:
+                    taps.update(l.split()[1] for l in f if l.startswith("iff:"))
+            except (OSError, IndexError):
+                pass
+    return taps, cgs, runs
+
+
+def not_held(held):
+    """leftovers() but what `held` (held_by's answer) names."""
+    taps, cgs, runs = leftovers()
+    return (sorted(set(taps) - held[0]), sorted(c for c in cgs if os.path.basename(c) not in held[1]),
+            sorted(set(runs) - held[2]))
+
+
 def start_daemon(*extra):
     log = open(W + "/serve.log", "ab")
     p = subprocess.Popen([HUSK, "serve", "--socket", SOCK, "--template-dir", D,
@@ -159,13 +212,19 @@ def start_daemon(*extra):
     return p
 
 
+def pool_full(h, n):
+    """Whether health answer h shows n pooled clones, all ready, and nothing else."""
+    load = h.get("load", {})
+    return (load.get("pooled") == n and load.get("pooled_ready") == n and load.get("running") == 0
+            and load.get("mem_mib") == TPL_MIB * n)
+
+
 def wait_pool(c, n, secs=120):
+    """The first health answer with pool_full(n), else the last one."""
     end = time.time() + secs
     while time.time() < end:
         _, h = c.call("health")
-        load = h.get("load", {})
-        if (load.get("pooled") == n and load.get("pooled_ready") == n and load.get("running") == 0
-                and load.get("mem_mib") == TPL_MIB * n):
+        if pool_full(h, n):
             return h
         time.sleep(0.2)
     return h
@@ -184,6 +243,10 @@ r = subprocess.run([HUSK, "template", "create", "base", "--template-dir", D, "--
 if not check(r.returncode == 0, "template base made", r.stderr):
     print("serve: %d passed, %d failed" % (passes, fails))
     sys.exit(1)
+# and one with a NIC, for a networked pool
+r = subprocess.run([HUSK, "template", "create", "net", "--template-dir", D, "--mem", str(TPL_MIB),
+                    "--net", "egress"], capture_output=True, text=True)
+check(r.returncode == 0, "template net (with a NIC) made", r.stderr)
 conf("max_vms = 4\nmax_mem = 4096\nmax_queue = 2\npool.base = 2\n")
 before = leftovers()
 # A path that holds something else is not the daemon's to take.
@@ -477,21 +540,40 @@ h = wait_pool(c, 2)
 check(h["load"]["pooled"] == 2, "the pool refilled", h["load"])
 
 # ---- four clients, JOBS each, every result right, nothing leaked
-JOBS = 15
+# Two pools: base (no NIC) and net (a NIC): every third job asks for a
+# network, so taps come and go with the jobs and the tap check means
+# something. What the pools hold afterwards is named by the processes that
+# hold it (held_by); anything else left is a leak.
+conf("max_vms = 8\nmax_mem = 4096\nmax_queue = 8\npool.base = 2\npool.net = 2\n")
+d.send_signal(signal.SIGHUP)
+h = wait_pool(c, 4)
+check(pool_full(h, 4), "SIGHUP: two pools of two, all ready", h.get("load"))
+JOBS = 25
 fds_before = len(os.listdir("/proc/%d/fd" % d.pid))
 results = {}
+starts = {}	# "TEMPLATE START-KIND": jobs, under starts_lock
+starts_lock = threading.Lock()
 wrong = []	# what a job that was not right got back: the log says why
+NET_JOB = "busybox ifconfig eth0 | grep -q 'inet addr' && echo %d-%d"
 
 
 def worker(n):
     k = Client()
     good = 0
     for j in range(JOBS):
-        evs, fin = k.call("run", template="base", argv=["sh", "-c", "echo %d-%d" % (n, j)])
+        net = (n + j) % 3 == 0
+        if net:
+            evs, fin = k.call("run", template="net", net="egress", argv=["sh", "-c", NET_JOB % (n, j)])
+        else:
+            evs, fin = k.call("run", template="base", argv=["sh", "-c", "echo %d-%d" % (n, j)])
+        st = [e.get("start") for e in evs if e["event"] == "started"]
+        key = ("net " if net else "base ") + str(st[0] if st else None)
+        with starts_lock:
+            starts[key] = starts.get(key, 0) + 1
         if fin.get("exit_code") == 0 and out_of(evs, "stdout") == b"%d-%d\n" % (n, j):
             good += 1
         else:
-            wrong.append({"job": "%d-%d" % (n, j), "final": fin,
+            wrong.append({"job": "%d-%d%s" % (n, j, " (net)" if net else ""), "final": fin,
                           "events": [e.get("event") for e in evs],
                           "stdout": out_of(evs, "stdout"), "stderr": out_of(evs, "stderr")})
     k.close()
@@ -505,8 +587,13 @@ for t in ts:
 for t in ts:
     t.join()
 el = time.time() - t0
-check(sum(results.values()) == 4 * JOBS, "4 clients x %d jobs: all %d right (%.0f s)" % (JOBS, 4 * JOBS, el),
+nets = sum(v for k, v in starts.items() if k.startswith("net "))
+check(sum(results.values()) == 4 * JOBS,
+      "4 clients x %d jobs: all %d right, %d of them with a network (%.0f s)" % (JOBS, 4 * JOBS, nets, el),
       (results, wrong))
+print("# figure: the load's starts: %s" % ", ".join("%s %d" % kv for kv in sorted(starts.items())))
+check(starts.get("base pool", 0) > 0 and starts.get("net pool", 0) > 0,
+      "both pools served jobs of the load", starts)
 # A guest that died says how in its console's tail, in full.
 for w in wrong:
     rec = w["final"].get("record") if isinstance(w["final"], dict) else None
@@ -514,7 +601,8 @@ for w in wrong:
         print("# job %s: the guest console's last output:" % w["job"])
         for line in rec["console_tail"].splitlines():
             print("#   " + line)
-wait_pool(c, 2)
+h = wait_pool(c, 4)
+check(pool_full(h, 4), "after the load, the pools are full again", h.get("load"))
 # The daemon closes a client's socket when it reads that client's EOF,
 # which may come just after its last answer to us: a close in flight
 # settles within moments, a leaked descriptor stays.
@@ -531,9 +619,12 @@ if fds_after > fds_before:
         except OSError:
             pass
 check(fds_after <= fds_before, "no daemon fd leaked (%d, then %d)" % (fds_before, fds_after))
-taps, cgs, runs = leftovers()
-check(not taps and len(runs) <= 2 and len(cgs) <= 2,
-      "no tap, and only the pool's cgroups and runtime dirs", (taps, cgs, runs))
+pool_own = held_by(descendants(d.pid))
+check(len(pool_own[0]) == 2 and len(pool_own[1]) == 4 and len(pool_own[2]) == 4,
+      "the pools' own, by name: 4 clones' cgroups and runtime dirs, the 2 networked ones' taps",
+      pool_own)
+left = not_held(pool_own)
+check(not any(left), "no tap, cgroup or runtime dir left but the pools' own", left)
 
 # ---- Prometheus scrapes the metrics
 with open(W + "/prom.yml", "w") as f:
@@ -606,6 +697,9 @@ check("husk-metrics stopped" in open(W + "/serve.log", errors="replace").read(),
 check(not procs_named("husk-metrics"), "the dead helper was reaped", procs_named("husk-metrics"))
 
 # ---- SIGKILL, and a restart cleans up
+# The two pools are up when the daemon dies: their cgroups and runtime
+# dirs stay behind (their taps go with their processes). The new daemon
+# runs no pool, so after its start nothing at all may be left.
 c.close()
 d.send_signal(signal.SIGKILL)
 d.wait()
@@ -613,10 +707,15 @@ time.sleep(1)
 check(not husk_procs(), "SIGKILL: the workers went with the daemon", husk_procs())
 check(not procs_named("husk-metrics"), "SIGKILL: husk-metrics went with the daemon",
       procs_named("husk-metrics"))
+killed = leftovers()
+check(len(killed[1]) > 0 and len(killed[2]) > 0,
+      "SIGKILL: the pools' cgroups and runtime dirs are left to clean up", killed)
+conf("max_vms = 4\nmax_mem = 4096\nmax_queue = 2\n")
 d = start_daemon()
 c = Client()
 taps, cgs, runs = leftovers()
-check(not taps and not runs, "restart: nothing of the killed daemon is left", (taps, runs))
+check(not taps and not cgs and not runs, "restart: nothing of the killed daemon is left",
+      (taps, cgs, runs))
 evs, fin = c.call("run", argv=["sh", "-c", "echo again"])
 check(out_of(evs, "stdout") == b"again\n", "restart: jobs run again", fin)
 
