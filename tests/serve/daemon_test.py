@@ -41,6 +41,13 @@ def check(cond, msg, detail=""):
     return cond
 
 
+def fail(msg, detail=""):
+    """A part that stopped on an exception: one failure, with what stopped it."""
+    global fails
+    fails += 1
+    print("FAIL - " + msg + ": " + str(detail)[:1500], flush=True)
+
+
 def skip(msg, why):
     global skips
     skips += 1
@@ -723,7 +730,7 @@ def main():
         try:
             part()
         except Exception as e:  # noqa: BLE001 - one part failing is reported, the rest run
-            check(False, part.__name__ + " ran to its end", "%s: %s" % (type(e).__name__, e))
+            fail(part.__name__ + " ran to its end", "%s: %s" % (type(e).__name__, e))
     print("serve-daemon: %d passed, %d failed, %d skipped" % (passes, fails, skips))
     sys.exit(1 if fails else 0)
 
