@@ -51,6 +51,13 @@ struct vm_config {
 	const char *vsock_uds;		/* NULL: no vsock; else the host-side socket path */
 	uint32_t guest_cid;
 	const char *initrd_path;	/* NULL: none */
+	/*
+	 * Descriptors of those three files, already open (and checked) by the
+	 * caller: read instead of opening the path again, which then only
+	 * names the file in messages. -1 (or 0, as for net_tap_fd) means open
+	 * the path. The caller keeps them; the disk takes a copy of its own.
+	 */
+	int kernel_fd, initrd_fd, rootfs_fd;
 	const char *cmdline;		/* appended to husk's own parameters */
 	uint64_t mem_bytes;
 	unsigned nr_vcpus;
