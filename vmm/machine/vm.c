@@ -380,19 +380,11 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, uint64_t start_us)
 		if (err)
 			return err;
 	}
-	/* A restore sets the registers from the template instead. */
+	/* A restore sets the registers from the template instead (vm_restore_state). */
 	err = arch_vcpus_init(vm, !cfg->restore);
-	if (err)
-		return err;
-	if (!cfg->restore) {
+	if (!err && !cfg->restore)
 		phase_mark(PH_LOAD);
-		return 0;
-	}
-	err = vm_restore_state(vm, cfg->restore);
-	if (err)
-		return err;
-	phase_mark(PH_RESTORE);
-	return 0;
+	return err;
 }
 
 void vm_stop(struct vm *vm, enum vm_stop_reason r, int status, const char *fmt, ...)

@@ -69,9 +69,12 @@ struct vm_config {
 	int net_tap_fd;
 	uint8_t net_mac[6];		/* guest MAC when net_tap_fd >= 0 */
 	/*
-	 * Restore this template's state instead of booting (vm_snapshot.h):
-	 * kernel_path, initrd_path and cmdline are ignored; mem_bytes and
-	 * nr_vcpus must be the template's.
+	 * Build the machine to restore this template instead of booting
+	 * (vm_snapshot.h): RAM is mapped from restore->mem_fd, kernel_path,
+	 * initrd_path and cmdline are ignored; mem_bytes and nr_vcpus must be
+	 * the template's. Nothing of the template's state is applied here: the
+	 * caller calls vm_restore_state() once it has confined itself, since
+	 * that state is input husk did not produce in this process.
 	 */
 	const struct vm_restore *restore;
 	/*
