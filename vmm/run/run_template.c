@@ -66,7 +66,7 @@ int run_tpl_open(struct run_tpl *T, struct run_opts *o, char *rootfs, size_t len
 				     false);
 	if (T->dirfd < 0)
 		return T->dirfd;
-	err = template_open(T->dirfd, o->template_name, NULL, 0, o->kernel, o->rootfs, &T->t);
+	err = template_open(T->dirfd, o->template_name, o->kernel, o->rootfs, &T->t);
 	if (err)
 		return err;
 	T->open = true;

@@ -15,7 +15,6 @@
 #include <zlib.h>
 
 #include "config.h"
-#include "machine/arch.h"
 #include "template/template.h"
 #include "lib/util.h"
 
@@ -626,17 +625,8 @@ int template_check_fp(const struct template_meta *m, const uint8_t fp[SNAP_SHA25
 	return 0;
 }
 
-int template_check_host(const struct template_meta *m, const struct kvm_sys *k,
-			uint32_t tsc_khz)
-{
-	uint8_t fp[SNAP_SHA256_LEN];
-	int err = arch_host_fp(k, fp);
-
-	return err ? err : template_check_fp(m, fp, tsc_khz);
-}
-
-int template_open(int dirfd, const char *name, const struct kvm_sys *k, uint32_t tsc_khz,
-		  const char *kernel, const char *rootfs, struct template *t)
+int template_open(int dirfd, const char *name, const char *kernel, const char *rootfs,
+		  struct template *t)
 {
 	uint8_t key[SNAP_KEY_LEN];
 	struct stat st;
@@ -680,8 +670,6 @@ int template_open(int dirfd, const char *name, const struct kvm_sys *k, uint32_t
 					   t->meta.rootfs_sha);
 		err = t->rootfs_fd < 0 ? t->rootfs_fd : 0;
 	}
-	if (!err && k)
-		err = template_check_host(&t->meta, k, tsc_khz);
 	if (err) {
 		err = husk_seterr(err, "template %s: %s", name, husk_lasterr());
 		template_close(t);

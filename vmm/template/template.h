@@ -18,11 +18,13 @@
  * into place when complete; it is never changed afterwards, only removed
  * (renamed out of the way first, so a run mapping it keeps working).
  * Opening one for a restore checks everything that is cheap enough to check
- * every time: the whole state file (checksums, version, seal), the memory image's
- * size and a sample of its pages against the recorded checksums, the
- * host's fingerprint and TSC frequency, and the images the run asks for
- * against the recorded digests. template_verify() reads all of the memory
- * image against its SHA-256.
+ * every time: the whole state file (checksums, version, seal), the memory
+ * image's size and a sample of its pages against the recorded checksums,
+ * and the images the run asks for against the recorded digests; the VM
+ * process, which has KVM, checks the host's fingerprint and TSC frequency
+ * (template_check_fp). template_verify_memory() reads all of the memory
+ * image against its SHA-256. Nothing here needs KVM: the fuzz targets link
+ * it as it is.
  */
 #ifndef HUSK_TEMPLATE_H
 #define HUSK_TEMPLATE_H
@@ -32,7 +34,6 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "machine/kvm.h"
 #include "template/snapshot.h"
 
 #define TEMPLATE_DEFAULT_DIR "/var/lib/husk/templates"
@@ -133,20 +134,20 @@ struct template {
 	int kernel_fd;			/* -1 when the run named no kernel */
 };
 /*
- * Open NAME for a restore on this host: the checks of the header comment.
- * kernel/rootfs are the paths the run will use (NULL: not given, the
- * template's own are used, rootfs checked); k the host's KVM. The root
- * image may be a block device only when rootfs names it: the path a
- * template recorded is never opened as one. Every refusal is an error
- * naming the part that is wrong.
+ * Open NAME for a restore: the checks of the header comment but the host's
+ * (the VM process makes those, with KVM: vm_restore_state). kernel/rootfs
+ * are the paths the run will use (NULL: not given, the template's own are
+ * used, rootfs checked). The root image may be a block device only when
+ * rootfs names it: the path a template recorded is never opened as one.
+ * Every refusal is an error naming the part that is wrong.
  */
-int template_open(int dirfd, const char *name, const struct kvm_sys *k, uint32_t tsc_khz,
-		  const char *kernel, const char *rootfs, struct template *t);
+int template_open(int dirfd, const char *name, const char *kernel, const char *rootfs,
+		  struct template *t);
 void template_close(struct template *t);
-/* The host checks alone: fingerprint and TSC (the VM process, which has KVM). */
-int template_check_host(const struct template_meta *m, const struct kvm_sys *k,
-			uint32_t tsc_khz);
-/* The same against this host's fingerprint fp (pure, for the unit tests). */
+/*
+ * The host checks: fp, this host's fingerprint (arch_host_fp), must be the
+ * template's, and tsc_khz within TEMPLATE_TSC_PPM of its TSC frequency.
+ */
 int template_check_fp(const struct template_meta *m, const uint8_t fp[SNAP_SHA256_LEN],
 		      uint32_t tsc_khz);
 /* Read the whole memory image against its SHA-256 (husk template verify). */
