@@ -16,15 +16,6 @@
 #include "template/snapshot.h"
 #include "template/vm_snapshot.h"
 
-/* Section tags: SNAP_VCPU (T_A64_REGS..T_A64_GIC_CPU), SNAP_VM (T_A64_GIC_DIST). */
-enum {
-	T_A64_REGS = 1,		/* records of u64 id, then the register's bytes */
-	T_A64_MP_STATE,		/* struct kvm_mp_state */
-	T_A64_GIC_REDIST,	/* records of u32 offset, u32 value */
-	T_A64_GIC_CPU,		/* records of u32 instr, u64 value */
-	T_A64_GIC_DIST,		/* records of u32 offset, u32 value */
-};
-
 #define MAX_REGS	1024	/* KVM lists some 300 on a vCPU without SVE */
 
 /* A growing byte buffer for one tag's records. */
