@@ -213,17 +213,36 @@ static int restore_xsave(const struct kvm_sys *k, int fd, unsigned id,
 	return err;
 }
 
+/*
+ * The entries husk set, exactly. Linux 6.1's KVM_GET_CPUID2 never says how
+ * many there are (it keeps nent as it was on success and does not copy it
+ * back on E2BIG), but it fails with E2BIG for any nent below the count:
+ * the count is the least nent that succeeds.
+ */
 static int save_cpuid(int fd, unsigned id, struct snap_writer *w)
 {
 	struct kvm_cpuid2 *c = calloc(1, sizeof(*c) + CPUID_MAX_ENTRIES * sizeof(c->entries[0]));
+	unsigned lo = 1, hi = CPUID_MAX_ENTRIES;
 	int err;
 
 	if (!c)
 		return husk_seterr(ENOMEM, "out of memory");
-	c->nent = CPUID_MAX_ENTRIES;
+	c->nent = hi;
 	err = vcpu_io(fd, KVM_GET_CPUID2, c, "KVM_GET_CPUID2", id);
+	while (!err && lo < hi) {
+		c->nent = lo + (hi - lo) / 2;
+		if (ioctl(fd, KVM_GET_CPUID2, c) == 0)
+			hi = c->nent;
+		else if (errno == E2BIG)
+			lo = c->nent + 1;
+		else
+			err = husk_seterr(errno, "KVM_GET_CPUID2 on vCPU %u: %s", id, strerror(errno));
+	}
+	c->nent = hi;
 	if (!err)
-		snap_put(w, T_VCPU_CPUID, c->entries, c->nent * sizeof(c->entries[0]));
+		err = vcpu_io(fd, KVM_GET_CPUID2, c, "KVM_GET_CPUID2", id);
+	if (!err)
+		snap_put(w, T_VCPU_CPUID, c->entries, hi * sizeof(c->entries[0]));
 	free(c);
 	return err;
 }
