@@ -620,7 +620,7 @@ static int cmd_template(int argc, char **argv, uint64_t start)
 		err = template_remove(dfd, o.name);
 		break;
 	default:
-		err = template_open(dfd, o.name, NULL, 0, NULL, NULL, &t);
+		err = template_open(dfd, o.name, NULL, NULL, &t);
 		if (!err) {
 			err = template_verify_memory(&t);
 			if (!err)

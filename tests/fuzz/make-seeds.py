@@ -268,28 +268,99 @@ def cli():
 
 
 # ---- snapshot --------------------------------------------------------------
-# A template state file as vmm/template/snapshot.c writes it (see snapshot.h).
-def snap_file(sections, version=1):
+# A template state file as vmm/template/snapshot.c writes it (see snapshot.h),
+# sealed with fuzz_snapshot.c's test key, and the sections a restore reads.
+SNAP_KEY = b"husk fuzz_snapshot's test key!!\0"
+
+
+def snap_file(sections, version=2):
     import hashlib
+    import hmac
     import zlib
     body = b""
     for typ, idx, elems in sections:
         payload = b"".join(struct.pack("<HI", tag, len(v)) + v for tag, v in elems)
         body += struct.pack("<IIII", typ, idx, len(payload), zlib.crc32(payload))
         body += payload + b"\0" * (-len(payload) % 8)
-    head = b"HUSKSNAP" + struct.pack("<IIQ", version, 64, len(body))
+    head = b"HUSKSNAP" + struct.pack("<IIQ", version, 96, len(body))
     head += hashlib.sha256(body).digest() + struct.pack("<I", len(sections))
+    head += hmac.new(SNAP_KEY, head + body, hashlib.sha256).digest()
     return head + struct.pack("<I", zlib.crc32(head)) + body
 
 
+u64 = lambda v: struct.pack("<Q", v)
+META, HOST, VM, VCPU, DEVICE, MEMORY = range(1, 7)
+
+
+def tpl_meta(devices):
+    ident = b"".join(u64(v) for v in (2049, 1234, 4096, 10**18, 10**18))
+    return [
+        (META, 0, [(1, b"base"), (2, u64(1700000000000000)), (3, b"0.1"),
+                   (4, b"\x11" * 32), (5, b"\x22" * 32), (6, b"/images/vmlinux"),
+                   (7, b"/images/rootfs.ext4"), (8, ident), (9, ident), (10, u64(64 << 10)),
+                   (11, u64(1)), (12, u64(0)), (14, b"".join(struct.pack("<I", d) for d in devices))]),
+        (HOST, 0, [(1, b"\x33" * 32), (2, u64(2500000))]),
+        (MEMORY, 0, [(1, u64(64 << 10)), (2, u64(4096)), (3, b"\x44" * 32),
+                     (4, u64(0) + u64(0x1234))]),
+    ]
+
+
+def dev_section(slot, dev_id, queues):
+    regs = struct.pack("<IIIIIIBBBB", 0xf, 0, 0, 0, 0, 1, 0, 1, 0, 0)
+    el = [(1, u64(dev_id)), (2, regs), (3, u64(1 << 32))]
+    for i, (size, desc, avail, used, last) in enumerate(queues):
+        el.append((4, struct.pack("<IHHHBBIQQQ", i, size, last, last, 1, 0, 0, desc, avail, used)))
+    return (DEVICE, slot, el)
+
+
+def x86_vcpu(i):
+    cpuid = b"".join(struct.pack("<IIIIIII", fn, idx, fl, a, b, c, d) + b"\0" * 12
+                     for fn, idx, fl, a, b, c, d in (
+                         (0, 0, 0, 0xd, 0x756e6547, 0x6c65746e, 0x49656e69),
+                         (1, 0, 0, 0x806f8, 0x00010800, 0xf6fab223, 0x0f8bfbff),
+                         (7, 0, 1, 0, 0xf1bf07ab, 0x1b405f6e, 0xbc000410),
+                         (0xd, 0, 1, 0x2e7, 0x2a88, 0x2a88, 0),
+                         (0x40000001, 0, 0, 0x01007afb, 0, 0, 0)))
+    lapic = bytearray(1024)
+    lapic[0x20:0x24] = struct.pack("<I", i << 24)
+    return (VCPU, i, [(10, cpuid), (6, bytes(lapic)), (8, struct.pack("<I", 0)),
+                      (9, bytes(64))])
+
+
+def x86_vm():
+    pic = lambda chip, mask: struct.pack("<II", chip, 0) + bytes(14) + bytes([0, mask]) + bytes(512 - 16)
+    ioapic = struct.pack("<II", 2, 0) + u64(0xfec00000) + bytes(512 - 8)
+    ch = lambda mode: struct.pack("<IHBBBBBBBBBBq", 0x10000, 0, 0, 0, 0, 3, 3, 0, 3, mode, 0, 1, 0)
+    pit = ch(2) + ch(0xff) + ch(0xff) + struct.pack("<I", 1) + bytes(36)
+    return (VM, 0, [(2, pic(0, 0xf8)), (3, pic(1, 0xde)), (4, ioapic), (5, pit)])
+
+
+def a64_vcpu(i):
+    core = lambda n: 0x6030000000100000 | 2 * n
+    sysreg = lambda enc: 0x6030000000130000 | enc
+    regs = b"".join(u64(r) + u64(0x1000 + n) for n, r in enumerate(
+        [core(0), core(32), core(33), sysreg(0xc080), sysreg(0xdf1a), 0x6030000000140000]))
+    gic = struct.pack("<IIII", 0x10100, 0xffff, 0, 1)
+    icc = struct.pack("<IQ", 0xc230, 0xf0)
+    return (VCPU, i, [(1, regs), (2, struct.pack("<I", 0)), (3, gic), (4, icc)])
+
+
 def snapshot():
-    u64 = lambda v: struct.pack("<Q", v)
     meta = (1, 0, [(1, b"0" * 64), (2, u64(512 << 20)), (3, u64(1))])
     vcpu = lambda i: (4, i, [(1, b"\0" * 144), (2, b"\0" * 312), (7, u64(i))])
     put("snapshot", "minimal", snap_file([meta]))
     put("snapshot", "two-vcpus", snap_file([meta, vcpu(0), vcpu(1), (5, 0, [])]))
     put("snapshot", "empty", snap_file([]))
-    put("snapshot", "version-2", snap_file([meta], version=2))
+    put("snapshot", "version-1", snap_file([meta], version=1))
+    uart = bytes([1, 3, 8, 0, 0, 1, 0, 2]) + b"abc" + bytes(61) + bytes([3, 0])
+    # Queues at 0x1000.. in the 64 KiB of guest RAM the harness makes of the input.
+    vsock = dev_section(0, 19, [(16, 0x1000, 0x1200, 0x1400, 0), (16, 0x2000, 0x2200, 0x2400, 0),
+                                (8, 0x3000, 0x3200, 0x3400, 0)])
+    blk = dev_section(1, 2, [(64, 0x4000, 0x4800, 0x5000, 3)])
+    put("snapshot", "x86-template", snap_file(tpl_meta([19, 2]) + [
+        x86_vm(), x86_vcpu(0), vsock, blk, (DEVICE, 100, [(1, uart)])]))
+    put("snapshot", "arm64-template", snap_file(tpl_meta([19]) + [
+        (VM, 0, [(5, struct.pack("<IIII", 8, 0x43b, 0x6000 + 8 * 40, 0))]), a64_vcpu(0), vsock]))
 
 
 # ---- dns -------------------------------------------------------------------

@@ -188,6 +188,27 @@ run "template verify reads the whole image" 0 template verify base $T
 run "template verify finds a damaged one" 125 template verify short $T
 rm -rf $D/bad-header $D/short
 
+# ---- sealed per directory; the state is read only inside the jail
+# Another directory with a key of its own: the copy is intact but not its.
+mkdir -m 0700 $W/other $W/other/base
+head -c 32 /dev/urandom >$W/other/.key
+chmod 0600 $W/other/.key
+cp $D/base/state $W/other/base/state
+ln $D/base/memory $W/other/base/memory
+run "a template sealed by another directory's key is refused" 125 \
+	run --template base --template-dir $W/other -- true
+has "the reason" $W/err "not sealed with this template directory's key"
+run "template verify refuses it too" 125 template verify base --template-dir $W/other
+rm -rf $W/other
+run "a clone's phases" 0 run --template base $R --json -- true
+jail=$(jnum jail $W/out)
+rest=$(jnum restore $W/out)
+if [ "${jail:--1}" -ge 0 ] && [ "${rest:--1}" -gt "${jail:--1}" ]; then
+	ok "the template's state is applied after the jail (jail $jail us, restore $rest us)"
+else
+	bad "the template's state was applied before the jail (jail ${jail:-?} us, restore ${rest:-?} us)"
+fi
+
 # ---- a network card: its own identity and filter per clone
 ip addr add $SRV/32 dev lo 2>/dev/null
 echo "hello from the net" >$W/www/f

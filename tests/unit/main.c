@@ -24,7 +24,8 @@ static Suite *(*const suites[])(void) = {
 	dns_suite, dns_proxy_suite, dns_learn_suite, dns_helper_suite,
 	seccomp_suite,
 	cgroup_suite, jail_suite,
-	run_record_suite, util_suite, accounts_suite, snapshot_suite, template_suite, session_suite,
+	run_record_suite, util_suite, accounts_suite, snapshot_suite, template_suite, hostfp_suite,
+	vmstate_suite, session_suite,
 	layer_suite, api_suite, admit_suite, oci_suite,
 };
 

@@ -51,6 +51,8 @@ Suite *run_record_suite(void);
 Suite *util_suite(void);
 Suite *snapshot_suite(void);
 Suite *template_suite(void);
+Suite *hostfp_suite(void);
+Suite *vmstate_suite(void);
 Suite *session_suite(void);
 Suite *api_suite(void);
 Suite *admit_suite(void);

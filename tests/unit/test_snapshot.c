@@ -1,7 +1,9 @@
 /*
  * Unit tests for snapshot: the template state file survives a round trip,
  * and every corruption -- each flipped byte, each truncation, an extension,
- * a wrong version, a duplicate section, absurd lengths -- is refused.
+ * a wrong version, a duplicate section, absurd lengths -- is refused; a
+ * file's seal holds only under the key it was sealed with, and a file
+ * altered and re-checksummed without the key is refused.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -115,11 +117,11 @@ static void reseal(uint8_t *buf, size_t len)
 	uint32_t c;
 
 	digest_sha256(buf + SNAP_HEADER_LEN, len - SNAP_HEADER_LEN, buf + 24);
-	c = (uint32_t)crc32(crc32(0, Z_NULL, 0), buf, 60);
-	buf[60] = c;
-	buf[61] = c >> 8;
-	buf[62] = c >> 16;
-	buf[63] = c >> 24;
+	c = (uint32_t)crc32(crc32(0, Z_NULL, 0), buf, 92);
+	buf[92] = c;
+	buf[93] = c >> 8;
+	buf[94] = c >> 16;
+	buf[95] = c >> 24;
 }
 
 START_TEST(structure_refused)
@@ -128,12 +130,12 @@ START_TEST(structure_refused)
 	struct snap s;
 
 	build(&w);
-	/* Another format version. */
-	w.data[8] = 2;
+	/* Another format version (1: before the seal). */
+	w.data[8] = 1;
 	reseal(w.data, w.len);
 	ck_assert_int_eq(snap_parse(w.data, w.len, &s), -EPROTONOSUPPORT);
-	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "version 2"));
-	w.data[8] = 1;
+	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "version 1"));
+	w.data[8] = SNAP_VERSION;
 	/* Not a state file. */
 	ck_assert_int_eq(snap_parse((const uint8_t *)"HUSKSNAX", 8, &s), -EINVAL);
 	/* More sections claimed than there are. */
@@ -157,6 +159,42 @@ START_TEST(structure_refused)
 	ck_assert_int_eq(snap_finish(&w), 0);
 	ck_assert_int_eq(snap_parse(w.data, w.len, &s), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "twice"));
+	snap_writer_free(&w);
+}
+END_TEST
+
+static const uint8_t key_a[SNAP_KEY_LEN] = "this directory's key, 32 bytes!";
+static const uint8_t key_b[SNAP_KEY_LEN] = "another directory's key, 32 by.";
+
+/* The seal: only the key it was made with accepts it, and it covers every byte. */
+START_TEST(sealed)
+{
+	struct snap_writer w;
+	struct snap s;
+	size_t i;
+
+	build(&w);
+	/* As snap_finish leaves it: intact, but nobody's. */
+	ck_assert_int_eq(snap_parse(w.data, w.len, &s), 0);
+	ck_assert_int_eq(snap_check_seal(w.data, w.len, key_a), -EBADMSG);
+	snap_seal(w.data, w.len, key_a);
+	ck_assert_int_eq(snap_parse(w.data, w.len, &s), 0);
+	ck_assert_int_eq(snap_check_seal(w.data, w.len, key_a), 0);
+	/* Another directory's key: correct CRCs and SHA-256, wrong seal. */
+	ck_assert_int_eq(snap_check_seal(w.data, w.len, key_b), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(husk_lasterr(), "not sealed with this template directory's key"));
+	/* Any byte changed and every checksum recomputed: the seal no longer holds. */
+	for (i = 0; i < w.len; i++) {
+		if ((i >= 24 && i < 56) || (i >= 60 && i < SNAP_HEADER_LEN))
+			continue;	/* what reseal() recomputes, and the seal itself */
+		w.data[i] ^= 0x01;
+		reseal(w.data, w.len);
+		ck_assert_msg(snap_check_seal(w.data, w.len, key_a) == -EBADMSG,
+			      "a change at %zu kept the seal", i);
+		w.data[i] ^= 0x01;
+	}
+	reseal(w.data, w.len);
+	ck_assert_int_eq(snap_check_seal(w.data, w.len, key_a), 0);
 	snap_writer_free(&w);
 }
 END_TEST
@@ -199,6 +237,7 @@ Suite *snapshot_suite(void)
 	tcase_add_test(tc, every_flip_refused);
 	tcase_add_test(tc, every_truncation_refused);
 	tcase_add_test(tc, structure_refused);
+	tcase_add_test(tc, sealed);
 	tcase_add_test(tc, writer_misuse);
 	tcase_add_test(tc, digests);
 	suite_add_tcase(s, tc);

@@ -8,24 +8,15 @@
 #include <sys/ioctl.h>
 
 #include "arm64/fdt_arm64.h"
+#include "arm64/hostfp_arm64.h"
+#include "arm64/restore_check_arm64.h"
 #include "arm64/vmstate_arm64.h"
 #include "lib/util.h"
 #include "machine/vm.h"
 #include "template/snapshot.h"
 #include "template/vm_snapshot.h"
 
-/* Section tags: SNAP_VCPU (T_A64_REGS..T_A64_GIC_CPU), SNAP_VM (T_A64_GIC_DIST). */
-enum {
-	T_A64_REGS = 1,		/* records of u64 id, then the register's bytes */
-	T_A64_MP_STATE,		/* struct kvm_mp_state */
-	T_A64_GIC_REDIST,	/* records of u32 offset, u32 value */
-	T_A64_GIC_CPU,		/* records of u32 instr, u64 value */
-	T_A64_GIC_DIST,		/* records of u32 offset, u32 value */
-};
-
 #define MAX_REGS	1024	/* KVM lists some 300 on a vCPU without SVE */
-#define MAX_REG_BYTES	256	/* the largest register: an SVE Z register */
-#define GIC_NR_IRQS	ARM64_GIC_NR_IRQS
 
 /* A growing byte buffer for one tag's records. */
 struct rec {
@@ -67,7 +58,7 @@ static int rec_flush(struct rec *r, struct snap_writer *w, uint16_t tag)
 
 static uint64_t reg_size(uint64_t id)
 {
-	return 1ull << ((id & KVM_REG_SIZE_MASK) >> KVM_REG_SIZE_SHIFT);
+	return restore_reg_size_arm64(id);
 }
 
 /* ---- the GIC ---- */
@@ -95,66 +86,6 @@ static int gic_set(struct vm *vm, uint32_t group, uint64_t attr, void *val)
 
 	return ioctl(vm->arch.gic_fd, KVM_SET_DEVICE_ATTR, &a) < 0 ? -errno : 0;
 }
-
-/*
- * The distributor's registers of the SPIs (32..GIC_NR_IRQS-1), IIDR first
- * (restored before anything else), CTLR last (the groups enabled once
- * everything they gate is in place).
- */
-static unsigned dist_offsets(uint32_t *off, unsigned max)
-{
-	static const uint32_t bit_regs[] = { 0x080, 0x100, 0x200, 0x300, 0xd00 };
-	unsigned n = 0, i, k;
-
-	off[n++] = 0x0008;				/* GICD_IIDR */
-	for (i = 0; i < ARRAY_SIZE(bit_regs); i++)	/* IGROUPR, ISENABLER, ISPENDR, ISACTIVER, IGRPMODR */
-		for (k = 1; k < GIC_NR_IRQS / 32; k++)
-			off[n++] = bit_regs[i] + 4 * k;
-	for (k = 32 / 4; k < GIC_NR_IRQS / 4; k++)	/* IPRIORITYR: 4 per register */
-		off[n++] = 0x400 + 4 * k;
-	for (k = 32 / 16; k < GIC_NR_IRQS / 16; k++)	/* ICFGR: 16 per register */
-		off[n++] = 0xc00 + 4 * k;
-	for (k = 32; k < GIC_NR_IRQS; k++) {		/* IROUTER: 64-bit, two halves */
-		off[n++] = 0x6000 + 8 * k;
-		off[n++] = 0x6000 + 8 * k + 4;
-	}
-	off[n++] = 0x0000;				/* GICD_CTLR */
-	return n < max ? n : max;
-}
-
-/* The SGI/PPI frame of a redistributor (at +64 KiB), and its GICR_CTLR. */
-static unsigned redist_offsets(uint32_t *off)
-{
-	static const uint32_t sgi[] = {
-		0x080, 0x100, 0x200, 0x300,		/* IGROUPR0, ISENABLER0, ISPENDR0, ISACTIVER0 */
-		0x400, 0x404, 0x408, 0x40c, 0x410, 0x414, 0x418, 0x41c,	/* IPRIORITYR0..7 */
-		0xc00, 0xc04, 0xd00,			/* ICFGR0, ICFGR1, IGRPMODR0 */
-	};
-	unsigned n = 0, i;
-
-	for (i = 0; i < ARRAY_SIZE(sgi); i++)
-		off[n++] = 0x10000 + sgi[i];
-	off[n++] = 0x0000;				/* GICR_CTLR */
-	return n;
-}
-
-#define SYSREG(op0, op1, crn, crm, op2) \
-	((op0) << 14 | (op1) << 11 | (crn) << 7 | (crm) << 3 | (op2))
-
-/* The CPU interface: SRE and CTLR before what they govern. */
-static const uint32_t icc_regs[] = {
-	SYSREG(3, 0, 12, 12, 5),	/* ICC_SRE_EL1 */
-	SYSREG(3, 0, 12, 12, 4),	/* ICC_CTLR_EL1 */
-	SYSREG(3, 0, 12, 12, 6),	/* ICC_IGRPEN0_EL1 */
-	SYSREG(3, 0, 12, 12, 7),	/* ICC_IGRPEN1_EL1 */
-	SYSREG(3, 0, 4, 6, 0),		/* ICC_PMR_EL1 */
-	SYSREG(3, 0, 12, 8, 3),		/* ICC_BPR0_EL1 */
-	SYSREG(3, 0, 12, 12, 3),	/* ICC_BPR1_EL1 */
-	SYSREG(3, 0, 12, 8, 4), SYSREG(3, 0, 12, 8, 5),		/* ICC_AP0R0..3_EL1 */
-	SYSREG(3, 0, 12, 8, 6), SYSREG(3, 0, 12, 8, 7),
-	SYSREG(3, 0, 12, 9, 0), SYSREG(3, 0, 12, 9, 1),		/* ICC_AP1R0..3_EL1 */
-	SYSREG(3, 0, 12, 9, 2), SYSREG(3, 0, 12, 9, 3),
-};
 
 /*
  * Registers the host's GIC does not have (APxR1..3 with few priority
@@ -241,12 +172,12 @@ static int reg_list(struct vcpu *v, struct kvm_reg_list **out)
 
 static int save_vcpu(struct vm *vm, struct vcpu *v, struct snap_writer *w)
 {
-	uint8_t buf[MAX_REG_BYTES];
+	uint8_t buf[ARM64_MAX_REG_BYTES];
 	struct kvm_reg_list *l = NULL;
 	struct kvm_mp_state mp;
 	struct rec r = { 0 };
 	uint64_t i, attr = gic_mpidr_attr(v->id), val;
-	uint32_t off[32];
+	uint32_t off[RESTORE_GIC_REDIST_MAX];
 	int err;
 
 	err = reg_list(v, &l);
@@ -255,6 +186,9 @@ static int save_vcpu(struct vm *vm, struct vcpu *v, struct snap_writer *w)
 	for (i = 0; i < l->n && !err; i++) {
 		struct kvm_one_reg one = { .id = l->reg[i], .addr = (uint64_t)(uintptr_t)buf };
 
+		/* Only what a restore takes (restore_check_arm64.h). */
+		if (!restore_reg_allowed_arm64(one.id))
+			continue;
 		if (reg_size(one.id) > sizeof(buf)) {
 			err = husk_seterr(EOPNOTSUPP, "vCPU %u register 0x%llx is %llu bytes",
 					  v->id, (unsigned long long)one.id,
@@ -279,21 +213,23 @@ static int save_vcpu(struct vm *vm, struct vcpu *v, struct snap_writer *w)
 	snap_put(w, T_A64_MP_STATE, &mp, sizeof(mp));
 	if (!err)
 		err = save_words(vm, KVM_DEV_ARM_VGIC_GRP_REDIST_REGS, attr, off,
-				 redist_offsets(off), &r, "redistributor");
+				 restore_gic_redist_offsets_arm64(off), &r, "redistributor");
 	if (!err)
 		err = rec_flush(&r, w, T_A64_GIC_REDIST);
-	for (i = 0; !err && i < ARRAY_SIZE(icc_regs); i++) {
-		err = gic_get(vm, KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS, attr | icc_regs[i], &val);
+	for (i = 0; !err && i < restore_gic_nr_icc_regs_arm64; i++) {
+		uint32_t icc = restore_gic_icc_regs_arm64[i];
+
+		err = gic_get(vm, KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS, attr | icc, &val);
 		if (gic_absent(err)) {
 			err = 0;
 			continue;
 		}
 		if (err) {
 			err = husk_seterr(-err, "GIC CPU register 0x%x of vCPU %u: %s",
-					  icc_regs[i], v->id, strerror(-err));
+					  icc, v->id, strerror(-err));
 			break;
 		}
-		rec_put(&r, &icc_regs[i], 4);
+		rec_put(&r, &icc, 4);
 		rec_put(&r, &val, 8);
 	}
 	if (!err)
@@ -303,6 +239,39 @@ static int save_vcpu(struct vm *vm, struct vcpu *v, struct snap_writer *w)
 	return err;
 }
 
+/*
+ * Every record of vCPU v's section against what may be restored, before
+ * any of it reaches KVM (restore_check_arm64.h).
+ */
+static int check_vcpu(struct vcpu *v, const struct snap_section *sec)
+{
+	struct kvm_reg_list *l = NULL;
+	uint32_t off[RESTORE_GIC_REDIST_MAX];
+	struct tlv t;
+	int err;
+
+	err = get_tag(sec, T_A64_GIC_REDIST, &t);
+	if (!err)
+		err = restore_check_gic_words_arm64(t.val, t.len, off,
+						    restore_gic_redist_offsets_arm64(off),
+						    "redistributor");
+	if (!err)
+		err = get_tag(sec, T_A64_GIC_CPU, &t);
+	if (!err)
+		err = restore_check_gic_cpu_arm64(t.val, t.len, v->id);
+	if (!err)
+		err = get_tag(sec, T_A64_REGS, &t);
+	if (!err)
+		err = reg_list(v, &l);
+	if (!err)
+		err = restore_check_regs_arm64(l->reg, l->n, t.val, t.len, v->id);
+	free(l);
+	if (err)
+		return husk_seterr(err, "vCPU %u: %s", v->id, husk_lasterr());
+	return 0;
+}
+
+/* A section check_vcpu accepted. */
 static int restore_vcpu(struct vm *vm, struct vcpu *v, const struct snap_section *sec)
 {
 	struct kvm_mp_state mp;
@@ -319,10 +288,7 @@ static int restore_vcpu(struct vm *vm, struct vcpu *v, const struct snap_section
 		err = get_tag(sec, T_A64_GIC_CPU, &t);
 	if (err)
 		return husk_seterr(err, "vCPU %u: %s", v->id, husk_lasterr());
-	if (t.len % 12)
-		return husk_seterr(EINVAL, "vCPU %u: the template's GIC CPU state is malformed",
-				   v->id);
-	for (i = 0; i < t.len; i += 12) {
+	for (i = 0; i + 12 <= t.len; i += 12) {
 		memcpy(&instr, t.val + i, 4);
 		memcpy(&val, t.val + i + 4, 8);
 		err = gic_set(vm, KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS,
@@ -335,17 +301,10 @@ static int restore_vcpu(struct vm *vm, struct vcpu *v, const struct snap_section
 	err = get_tag(sec, T_A64_REGS, &t);
 	if (err)
 		return husk_seterr(err, "vCPU %u: %s", v->id, husk_lasterr());
-	for (i = 0; i < t.len; i += 8 + reg_size(id)) {
+	for (i = 0; i + 8 <= t.len; i += 8 + reg_size(id)) {
 		struct kvm_one_reg one;
 
-		id = 0;
-		if (t.len - i < 8)
-			return husk_seterr(EINVAL, "vCPU %u: the template's registers are "
-					   "malformed", v->id);
 		memcpy(&id, t.val + i, 8);
-		if (reg_size(id) > MAX_REG_BYTES || t.len - i - 8 < reg_size(id))
-			return husk_seterr(EINVAL, "vCPU %u: the template's register 0x%llx is "
-					   "malformed", v->id, (unsigned long long)id);
 		one.id = id;
 		one.addr = (uint64_t)(uintptr_t)(t.val + i + 8);
 		if (ioctl(v->fd, KVM_SET_ONE_REG, &one) < 0)
@@ -371,7 +330,7 @@ static int need_gicv3(struct vm *vm)
 
 int vmstate_save_arm64(struct vm *vm, struct snap_writer *w)
 {
-	uint32_t off[16 + 5 * 4 + GIC_NR_IRQS / 4 + GIC_NR_IRQS / 16 + 2 * GIC_NR_IRQS];
+	uint32_t off[RESTORE_GIC_DIST_MAX];
 	struct rec r = { 0 };
 	unsigned i;
 	int err = need_gicv3(vm);
@@ -381,7 +340,7 @@ int vmstate_save_arm64(struct vm *vm, struct snap_writer *w)
 	if (err)
 		return err;
 	err = save_words(vm, KVM_DEV_ARM_VGIC_GRP_DIST_REGS, 0, off,
-			 dist_offsets(off, ARRAY_SIZE(off)), &r, "distributor");
+			 restore_gic_dist_offsets_arm64(off, ARRAY_SIZE(off)), &r, "distributor");
 	if (err) {
 		free(r.p);
 		return err;
@@ -394,6 +353,33 @@ int vmstate_save_arm64(struct vm *vm, struct snap_writer *w)
 	return err;
 }
 
+/* The whole template against what may be restored; nothing set yet. */
+static int check_all(struct vm *vm, const struct vm_restore *r)
+{
+	uint32_t off[RESTORE_GIC_DIST_MAX];
+	const struct snap_section *sec;
+	struct tlv t;
+	unsigned i;
+	int err;
+
+	sec = snap_find(r->snap, SNAP_VM, 0);
+	if (!sec)
+		return husk_seterr(EINVAL, "the template has no VM state");
+	err = get_tag(sec, T_A64_GIC_DIST, &t);
+	if (!err)
+		err = restore_check_gic_words_arm64(t.val, t.len, off,
+						    restore_gic_dist_offsets_arm64(off,
+										   ARRAY_SIZE(off)),
+						    "distributor");
+	for (i = 0; !err && i < vm->nr_vcpus; i++) {
+		sec = snap_find(r->snap, SNAP_VCPU, i);
+		if (!sec)
+			return husk_seterr(EINVAL, "the template has no state for vCPU %u", i);
+		err = check_vcpu(&vm->vcpus[i], sec);
+	}
+	return err;
+}
+
 int vmstate_restore_arm64(struct vm *vm, const struct vm_restore *r)
 {
 	const struct snap_section *sec;
@@ -401,21 +387,16 @@ int vmstate_restore_arm64(struct vm *vm, const struct vm_restore *r)
 	unsigned i;
 	int err = need_gicv3(vm);
 
+	if (!err)
+		err = check_all(vm, r);
 	if (err)
 		return err;
 	sec = snap_find(r->snap, SNAP_VM, 0);
-	if (!sec)
-		return husk_seterr(EINVAL, "the template has no VM state");
 	err = get_tag(sec, T_A64_GIC_DIST, &t);
-	if (err)
-		return err;
-	err = restore_words(vm, KVM_DEV_ARM_VGIC_GRP_DIST_REGS, 0, &t, "distributor");
-	for (i = 0; !err && i < vm->nr_vcpus; i++) {
-		sec = snap_find(r->snap, SNAP_VCPU, i);
-		if (!sec)
-			return husk_seterr(EINVAL, "the template has no state for vCPU %u", i);
-		err = restore_vcpu(vm, &vm->vcpus[i], sec);
-	}
+	if (!err)
+		err = restore_words(vm, KVM_DEV_ARM_VGIC_GRP_DIST_REGS, 0, &t, "distributor");
+	for (i = 0; !err && i < vm->nr_vcpus; i++)
+		err = restore_vcpu(vm, &vm->vcpus[i], snap_find(r->snap, SNAP_VCPU, i));
 	return err;
 }
 
@@ -424,38 +405,20 @@ int vmstate_restore_arm64(struct vm *vm, const struct vm_restore *r)
 
 int hostfp_arm64(const struct kvm_sys *k, uint8_t fp[32])
 {
-	static const long caps[] = {
-		KVM_CAP_ARM_PSCI_0_2, KVM_CAP_ARM_PMU_V3, KVM_CAP_ARM_EL1_32BIT,
-		KVM_CAP_ARM_SVE, KVM_CAP_ARM_PTRAUTH_ADDRESS, KVM_CAP_ARM_VM_IPA_SIZE,
-	};
-	struct {
-		char tag[16];
-		uint64_t id[6];
-		int32_t cap[ARRAY_SIZE(caps)];
-		int32_t pvm;
-	} h;
-	const char *extra = getenv("HUSK_FINGERPRINT_EXTRA");
-	uint8_t d[2][32];
+	struct hostfp_arm64_in in;
 	unsigned i;
 
-	memset(&h, 0, sizeof(h));
-	memcpy(h.tag, "husk-host-a64/1", 15);
-	h.id[0] = ID_REG("midr_el1");
-	h.id[1] = ID_REG("id_aa64pfr0_el1");
-	h.id[2] = ID_REG("id_aa64isar0_el1");
-	h.id[3] = ID_REG("id_aa64isar1_el1");
-	h.id[4] = ID_REG("id_aa64mmfr0_el1");
-	h.id[5] = ID_REG("id_aa64mmfr1_el1");
-	for (i = 0; i < ARRAY_SIZE(caps); i++)
-		h.cap[i] = kvm_cap(k, caps[i]);
-	h.pvm = k->pvm;
-	digest_sha256(&h, sizeof(h), d[0]);
-	if (!extra || !*extra) {
-		memcpy(fp, d[0], 32);
-		return 0;
-	}
-	/* A test's way to make this host look like another. */
-	digest_sha256(extra, strlen(extra), d[1]);
-	digest_sha256(d, sizeof(d), fp);
+	memset(&in, 0, sizeof(in));
+	in.id[0] = ID_REG("midr_el1");
+	in.id[1] = ID_REG("id_aa64pfr0_el1");
+	in.id[2] = ID_REG("id_aa64isar0_el1");
+	in.id[3] = ID_REG("id_aa64isar1_el1");
+	in.id[4] = ID_REG("id_aa64mmfr0_el1");
+	in.id[5] = ID_REG("id_aa64mmfr1_el1");
+	for (i = 0; i < HOSTFP_ARM64_NR_CAPS; i++)
+		in.cap[i] = kvm_cap(k, hostfp_arm64_caps[i]);
+	in.pvm = k->pvm;
+	in.extra = getenv("HUSK_FINGERPRINT_EXTRA");
+	hostfp_arm64_digest(&in, fp);
 	return 0;
 }

@@ -90,21 +90,30 @@ static int create_machine(struct vm *vm)
 	return arch_vm_init(vm);
 }
 
-/* Open a regular file the user named, with a message that names it. */
-static int open_input(const char *what, const char *path, uint64_t max, uint64_t *size)
+/*
+ * A regular file the user named, with a message that names it: fd when the
+ * caller opened (and checked) it already, else path opened here. The fd to
+ * read, to be closed with close_input.
+ */
+static int open_input(const char *what, const char *path, int fd, uint64_t max,
+		      uint64_t *size)
 {
 	struct stat st;
-	/* O_NONBLOCK: a FIFO is refused below, not waited on for a writer. */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	bool given = fd > 0;
 
+	/* O_NONBLOCK: a FIFO is refused below, not waited on for a writer. */
+	if (!given)
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return husk_seterr(errno, "cannot open %s %s: %s", what, path, strerror(errno));
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
+		if (!given)
+			close(fd);
 		return husk_seterr(EINVAL, "%s %s is not a regular file", what, path);
 	}
 	if ((uint64_t)st.st_size > max) {
-		close(fd);
+		if (!given)
+			close(fd);
 		return husk_seterr(EFBIG, "%s %s is too large (%lld bytes, limit %llu)", what,
 				   path, (long long)st.st_size, (unsigned long long)max);
 	}
@@ -112,11 +121,20 @@ static int open_input(const char *what, const char *path, uint64_t max, uint64_t
 	return fd;
 }
 
-static int load_initrd(struct vm *vm, const char *path, uint64_t *gpa, uint64_t *len)
+/* Only what open_input opened itself. */
+static void close_input(int fd, int given)
 {
+	if (fd != given)
+		close(fd);
+}
+
+static int load_initrd(struct vm *vm, const struct vm_config *cfg, uint64_t *gpa,
+		       uint64_t *len)
+{
+	const char *path = cfg->initrd_path;
 	int fd, err;
 
-	fd = open_input("initrd", path, INITRD_MAX_FILE, len);
+	fd = open_input("initrd", path, cfg->initrd_fd, INITRD_MAX_FILE, len);
 	if (fd < 0)
 		return fd;
 	err = arch_initrd_addr(vm, *len, gpa);
@@ -124,7 +142,7 @@ static int load_initrd(struct vm *vm, const char *path, uint64_t *gpa, uint64_t 
 		err = husk_seterr(err, "initrd %s: %s", path, husk_lasterr());
 	else if ((err = read_exact_at(fd, gmem_ptr(&vm->mem, *gpa, *len), *len, 0)))
 		err = husk_seterr(err, "cannot read initrd %s: %s", path, strerror(-err));
-	close(fd);
+	close_input(fd, cfg->initrd_fd);
 	return err;
 }
 
@@ -135,15 +153,15 @@ static int load_images(struct vm *vm, const struct vm_config *cfg, uint64_t *rd_
 	uint64_t size;
 	int fd, err;
 
-	fd = open_input("kernel", cfg->kernel_path, ARCH_KERNEL_MAX_FILE, &size);
+	fd = open_input("kernel", cfg->kernel_path, cfg->kernel_fd, ARCH_KERNEL_MAX_FILE, &size);
 	if (fd < 0)
 		return fd;
 	err = arch_load_kernel(vm, fd);
-	close(fd);
+	close_input(fd, cfg->kernel_fd);
 	if (err)
 		return husk_seterr(err, "kernel %s: %s", cfg->kernel_path, husk_lasterr());
 	if (cfg->initrd_path)
-		return load_initrd(vm, cfg->initrd_path, rd_gpa, rd_len);
+		return load_initrd(vm, cfg, rd_gpa, rd_len);
 	return 0;
 }
 
@@ -254,7 +272,7 @@ static int create_devices(struct vm *vm, const struct vm_config *cfg)
 	int err = 0;
 
 	if (cfg->rootfs_path)
-		err = virtio_blk_create(vm, cfg->rootfs_path, true);
+		err = virtio_blk_create_fd(vm, cfg->rootfs_path, cfg->rootfs_fd, true);
 	if (!err && cfg->rng)
 		err = virtio_rng_create(vm);
 	if (!err && cfg->vsock_uds)
@@ -362,19 +380,11 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, uint64_t start_us)
 		if (err)
 			return err;
 	}
-	/* A restore sets the registers from the template instead. */
+	/* A restore sets the registers from the template instead (vm_restore_state). */
 	err = arch_vcpus_init(vm, !cfg->restore);
-	if (err)
-		return err;
-	if (!cfg->restore) {
+	if (!err && !cfg->restore)
 		phase_mark(PH_LOAD);
-		return 0;
-	}
-	err = vm_restore_state(vm, cfg->restore);
-	if (err)
-		return err;
-	phase_mark(PH_RESTORE);
-	return 0;
+	return err;
 }
 
 void vm_stop(struct vm *vm, enum vm_stop_reason r, int status, const char *fmt, ...)

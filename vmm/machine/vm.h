@@ -51,6 +51,13 @@ struct vm_config {
 	const char *vsock_uds;		/* NULL: no vsock; else the host-side socket path */
 	uint32_t guest_cid;
 	const char *initrd_path;	/* NULL: none */
+	/*
+	 * Descriptors of those three files, already open (and checked) by the
+	 * caller: read instead of opening the path again, which then only
+	 * names the file in messages. -1 (or 0, as for net_tap_fd) means open
+	 * the path. The caller keeps them; the disk takes a copy of its own.
+	 */
+	int kernel_fd, initrd_fd, rootfs_fd;
 	const char *cmdline;		/* appended to husk's own parameters */
 	uint64_t mem_bytes;
 	unsigned nr_vcpus;
@@ -62,9 +69,12 @@ struct vm_config {
 	int net_tap_fd;
 	uint8_t net_mac[6];		/* guest MAC when net_tap_fd >= 0 */
 	/*
-	 * Restore this template's state instead of booting (vm_snapshot.h):
-	 * kernel_path, initrd_path and cmdline are ignored; mem_bytes and
-	 * nr_vcpus must be the template's.
+	 * Build the machine to restore this template instead of booting
+	 * (vm_snapshot.h): RAM is mapped from restore->mem_fd, kernel_path,
+	 * initrd_path and cmdline are ignored; mem_bytes and nr_vcpus must be
+	 * the template's. Nothing of the template's state is applied here: the
+	 * caller calls vm_restore_state() once it has confined itself, since
+	 * that state is input husk did not produce in this process.
 	 */
 	const struct vm_restore *restore;
 	/*

@@ -289,6 +289,8 @@ static int spawn_vm(struct sup *S, uint64_t start)
 
 	a.tpl_state_fd = S->tpl.state_memfd;
 	a.tpl_mem_fd = S->tpl.open ? S->tpl.t.mem_fd : -1;
+	a.kernel_fd = S->tpl.kernel_fd;
+	a.rootfs_fd = S->tpl.rootfs_fd;
 	a.snapshot = S->o->template_create;
 	a.snap_state_fd = S->tpl.n.state_fd;
 	a.snap_mem_fd = S->tpl.n.mem_fd;
@@ -303,7 +305,7 @@ static int spawn_vm(struct sup *S, uint64_t start)
 	if (S->pid == 0) {
 		int keep[] = { sv[1], a.xfd, a.put_fd, a.console_fd, a.tap_fd, a.tpl_state_fd,
 			       a.tpl_mem_fd, a.snap_state_fd, a.snap_mem_fd, S->net_sink,
-			       a.hold_fd };
+			       a.hold_fd, a.kernel_fd, a.rootfs_fd };
 
 		/* Dies with the supervisor, whatever kills it (jail_fork does it too). */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);

@@ -142,6 +142,8 @@ struct run_vm_args {
 	/* Templates. */
 	int tpl_state_fd;		/* -1, or a memfd: the template's checked state file */
 	int tpl_mem_fd;			/* -1, or its memory image, read-only */
+	/* -1, or the kernel and root image the supervisor checked: read these, not the paths. */
+	int kernel_fd, rootfs_fd;
 	bool snapshot;			/* template create: save at guest-init's HELLO */
 	int snap_state_fd, snap_mem_fd;	/* where to save (the temporary template) */
 };
@@ -197,9 +199,12 @@ struct run_tpl {
 	struct template t;
 	bool open;
 	int state_memfd;		/* its checked state, sealed, for the VM process */
+	/* The images checked (restore: the root) or digested (create), for the VM process. */
+	int kernel_fd, rootfs_fd;
 	/* husk template create */
 	struct template_new n;
 	struct template_meta meta;
+	uint8_t key[SNAP_KEY_LEN];	/* the template directory's, to seal it */
 	bool creating;			/* not committed yet: abort removes it */
 };
 void run_tpl_init(struct run_tpl *T);

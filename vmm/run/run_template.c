@@ -2,17 +2,20 @@
  * run_template: the supervisor's half of templates in husk run.
  *
  * Restoring (--template NAME): the template is opened and checked here
- * (template_open: state file, memory samples, root image); its state goes to
- * the VM process in a sealed memfd, its memory image as a read-only fd, so
- * the jailed process never opens a host path and cannot write either.
+ * (template_open: state file and its seal, memory samples, root image); its
+ * state goes to the VM process in a sealed memfd, its memory image and root
+ * image as the read-only fds that were checked, so the VM process never
+ * opens a host path the template names, and cannot write any of them.
  *
  * Making one (husk template create): the VM process boots the VM, saves it
  * at guest-init's HELLO into the two files of a temporary template and
  * exits. What it wrote is untrusted: the supervisor parses the state back,
  * keeps only its HOST, VM, VCPU and DEVICE sections, adds the META section
  * (its own digests of the kernel and root image) and the MEMORY section
- * (digest and samples it computes from the image), and only then puts the
- * template in place.
+ * (digest and samples it computes from the image), seals the file with the
+ * template directory's key, and only then puts the template in place. The
+ * kernel and root image the VM boots are the descriptors whose digests the
+ * template records.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,8 +33,8 @@
 void run_tpl_init(struct run_tpl *T)
 {
 	memset(T, 0, sizeof(*T));
-	T->dirfd = T->state_memfd = -1;
-	T->t.mem_fd = -1;
+	T->dirfd = T->state_memfd = T->kernel_fd = T->rootfs_fd = -1;
+	T->t.mem_fd = T->t.rootfs_fd = T->t.kernel_fd = -1;
 	T->n.state_fd = T->n.mem_fd = T->n.tmpfd = -1;
 }
 
@@ -63,11 +66,14 @@ int run_tpl_open(struct run_tpl *T, struct run_opts *o, char *rootfs, size_t len
 				     false);
 	if (T->dirfd < 0)
 		return T->dirfd;
-	err = template_open(T->dirfd, o->template_name, NULL, 0, o->kernel, o->rootfs, &T->t);
+	err = template_open(T->dirfd, o->template_name, o->kernel, o->rootfs, &T->t);
 	if (err)
 		return err;
 	T->open = true;
 	m = &T->t.meta;
+	/* The VM process reads the root image it was checked as. */
+	T->rootfs_fd = T->t.rootfs_fd;
+	T->t.rootfs_fd = -1;
 	if (o->net == RUN_NET_EGRESS && !m->net)
 		return husk_seterr(EINVAL, "template %s has no network card: make it with "
 				   "--net egress to give its clones one, or run with --net none",
@@ -83,16 +89,21 @@ int run_tpl_open(struct run_tpl *T, struct run_opts *o, char *rootfs, size_t len
 	return state_memfd(T);
 }
 
-static int digest_file(const char *what, const char *path, uint8_t sha[SNAP_SHA256_LEN],
-		       struct file_id *id)
+/* The image's digest, and its descriptor in *fdp for the VM process to boot from. */
+static int digest_file(const char *what, const char *path, bool allow_blk,
+		       uint8_t sha[SNAP_SHA256_LEN], struct file_id *id, int *fdp)
 {
-	int fd = template_image_open(what, path, id), err;
+	int fd = template_image_open(what, path, allow_blk, id), err;
 
 	if (fd < 0)
 		return fd;
 	err = digest_sha256_fd(fd, 0, UINT64_MAX, -1, sha);
-	close(fd);
-	return err;
+	if (err) {
+		close(fd);
+		return err;
+	}
+	*fdp = fd;
+	return 0;
 }
 
 int run_tpl_begin(struct run_tpl *T, const struct run_opts *o, const char *kernel,
@@ -105,7 +116,10 @@ int run_tpl_begin(struct run_tpl *T, const struct run_opts *o, const char *kerne
 				     true);
 	if (T->dirfd < 0)
 		return T->dirfd;
-	err = template_new_begin(T->dirfd, o->template_name, &T->n);
+	/* The key first: a directory that cannot seal a template gets none. */
+	err = template_key(T->dirfd, true, T->key);
+	if (!err)
+		err = template_new_begin(T->dirfd, o->template_name, &T->n);
 	if (err)
 		return err;
 	T->creating = true;
@@ -114,9 +128,10 @@ int run_tpl_begin(struct run_tpl *T, const struct run_opts *o, const char *kerne
 	/* Absolute paths: a clone finds the root image wherever it starts. */
 	if (!realpath(kernel, m->kernel_path) || !realpath(rootfs, m->rootfs_path))
 		return husk_seterr(errno, "cannot resolve the image paths: %s", strerror(errno));
-	err = digest_file("kernel", kernel, m->kernel_sha, &m->kernel_id);
+	err = digest_file("kernel", kernel, false, m->kernel_sha, &m->kernel_id, &T->kernel_fd);
 	if (!err)
-		err = digest_file("root image", rootfs, m->rootfs_sha, &m->rootfs_id);
+		err = digest_file("root image", rootfs, true, m->rootfs_sha, &m->rootfs_id,
+				  &T->rootfs_fd);
 	m->mem_bytes = o->mem_mib << 20;
 	m->vcpus = o->vcpus;
 	m->net = o->net == RUN_NET_EGRESS;
@@ -194,6 +209,8 @@ int run_tpl_finish(struct run_tpl *T, const struct run_vm_report *rep, struct ru
 	}
 	if (!err)
 		err = snap_finish(&w);
+	if (!err)
+		snap_seal(w.data, w.len, T->key);
 	/* Replace what the VM process wrote with the sealed file. */
 	if (!err && ftruncate(T->n.state_fd, 0) < 0)
 		err = husk_seterr(errno, "cannot rewrite the state file: %s", strerror(errno));
@@ -223,7 +240,12 @@ void run_tpl_close(struct run_tpl *T)
 		template_close(&T->t);
 	if (T->state_memfd >= 0)
 		close(T->state_memfd);
+	if (T->kernel_fd >= 0)
+		close(T->kernel_fd);
+	if (T->rootfs_fd >= 0)
+		close(T->rootfs_fd);
 	if (T->dirfd >= 0)
 		close(T->dirfd);
+	memset(T->key, 0, sizeof(T->key));
 	run_tpl_init(T);
 }

@@ -1,8 +1,9 @@
 /*
  * run_vm: the VM process of `husk run` (see run_int.h for the split).
  *
- * It opens what the VM needs while it still can, enters the jail, starts
- * the vCPUs and then runs the job's event loop on its main thread: accept
+ * It opens what the VM needs while it still can, enters the jail, applies a
+ * template's state (only once jailed: it is input), starts the vCPUs and
+ * then runs the job's event loop on its main thread: accept
  * guest-init's control connection (bridged by the vsock device to a Unix
  * socket in the runtime directory, which is now "/"), speak the protocol
  * of docs/protocol.md, forward stdin and output, pass --get streams up to
@@ -804,7 +805,11 @@ static int wait_go(struct rvm *R)
 	return R->jail ? hand_ctl_to_jail(R) : 0;
 }
 
-/* The state file the supervisor checked, parsed again here (it is small). */
+/*
+ * The state file the supervisor checked (and whose seal it verified),
+ * parsed again here: it is small, and this process trusts no parse but its
+ * own.
+ */
 static int load_template(struct rvm *R)
 {
 	struct stat st;
@@ -830,7 +835,26 @@ static int load_template(struct rvm *R)
 		return err;
 	R->restore.snap = R->snap;
 	R->restore.meta = &R->meta;
-	R->restore.mem_fd = R->a->tpl_mem_fd;
+	return 0;
+}
+
+/*
+ * The template's state onto the machine vm_create built for it. Called
+ * once the process is jailed (its own uid, no capabilities, "/" the
+ * runtime directory): every section, the vCPUs' registers, the devices'
+ * queues and the rings in guest RAM they lead to, is input this process
+ * did not produce, and a flaw in reading it finds no more than the jail.
+ */
+static int restore(struct rvm *R)
+{
+	int err = load_template(R);
+
+	if (!err)
+		err = vm_restore_state(R->vm, &R->restore);
+	if (err)
+		return err;
+	phase_mark(PH_RESTORE);
+	R->r->t_restored = (int64_t)(now_us() - R->vm->t.start);
 	return 0;
 }
 
@@ -839,22 +863,25 @@ static int load_template(struct rvm *R)
  * checksums) goes into guest RAM as the initramfs, and guest-init makes it
  * read-only; anything else is the read-only disk. A small root in RAM
  * spares every job the disk's probe and the file system's mount, and its
- * reads of the disk after (docs/architecture.md, "The cold path").
+ * reads of the disk after (docs/architecture.md, "The cold path"). fd: the
+ * image as the supervisor checked it, or -1 to open path.
  */
-static bool root_is_cpio(const char *path)
+static bool root_is_cpio(const char *path, int fd)
 {
-	/* O_NONBLOCK: a FIFO named as the root must not hang us here. */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	struct stat st;
 	char magic[6];
-	bool cpio;
+	bool cpio, given = fd >= 0;
 
+	/* O_NONBLOCK: a FIFO named as the root must not hang us here. */
+	if (!given)
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return false;	/* the disk's open says why */
 	cpio = !fstat(fd, &st) && S_ISREG(st.st_mode) &&
 	       read_exact_at(fd, magic, sizeof(magic), 0) == 0 &&
 	       (!memcmp(magic, "070701", 6) || !memcmp(magic, "070702", 6));
-	close(fd);
+	if (!given)
+		close(fd);
 	return cpio;
 }
 
@@ -875,19 +902,21 @@ static int setup(struct rvm *R)
 
 	memset(&cfg, 0, sizeof(cfg));
 	if (a->tpl_state_fd >= 0) {
-		err = load_template(R);
-		if (err)
-			return err;
+		/* The machine and its RAM now; the template's state once jailed (restore). */
+		R->restore.mem_fd = a->tpl_mem_fd;
 		cfg.restore = &R->restore;
 	}
 	cfg.net_tap_fd = a->tap_fd;
 	memcpy(cfg.net_mac, a->mac, sizeof(cfg.net_mac));
 	cfg.kernel_path = a->kernel;
-	if (root_is_cpio(a->rootfs)) {
+	cfg.kernel_fd = a->kernel_fd;
+	if (root_is_cpio(a->rootfs, a->rootfs_fd)) {
 		cfg.initrd_path = a->rootfs;
+		cfg.initrd_fd = a->rootfs_fd;
 		cfg.cmdline = o->image_init ? RUN_CMDLINE_IMAGE_RAM : RUN_CMDLINE_RAM;
 	} else {
 		cfg.rootfs_path = a->rootfs;
+		cfg.rootfs_fd = a->rootfs_fd;
 		cfg.cmdline = o->image_init ? RUN_CMDLINE_IMAGE : RUN_CMDLINE;
 	}
 	cfg.vsock_uds = VSOCK_NAME;
@@ -902,8 +931,6 @@ static int setup(struct rvm *R)
 	err = vm_create(R->vm, &cfg, a->start);
 	if (err)
 		return err;
-	if (cfg.restore)
-		R->r->t_restored = (int64_t)(now_us() - R->vm->t.start);
 	/*
 	 * The VM is built while the supervisor puts this process in its
 	 * cgroup (from vm_made on): what was charged so far is husk's own and
@@ -921,6 +948,11 @@ static int setup(struct rvm *R)
 		if (err)
 			return err;
 		phase_mark(PH_JAIL);
+	}
+	if (cfg.restore) {
+		err = restore(R);
+		if (err)
+			return err;
 	}
 	err = vm_start(R->vm);
 	if (!err && !o->no_jail) {

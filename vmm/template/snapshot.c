@@ -2,6 +2,8 @@
  * snapshot: a template's state file, written and checked. See snapshot.h.
  */
 #include <errno.h>
+#include <nettle/hmac.h>
+#include <nettle/memops.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -12,6 +14,11 @@
 
 #define SEC_HDR_LEN 16
 #define TLV_HDR_LEN 6
+/* Header offsets (snapshot.h). */
+#define H_SHA 24
+#define H_COUNT 56
+#define H_SEAL 60		/* it covers the header before it, and the body */
+#define H_CRC 92
 
 static void put32(uint8_t *p, uint32_t v)
 {
@@ -55,16 +62,20 @@ int snap_parse(const uint8_t *buf, size_t len, struct snap *s)
 	if (len < SNAP_HEADER_LEN || memcmp(buf, SNAP_MAGIC, 8))
 		return husk_seterr(EINVAL, "not a husk template state file (no %s header)",
 				   SNAP_MAGIC);
-	if (get32(buf + 60) != crc(buf, 60))
-		return husk_seterr(EBADMSG, "the state file's header is corrupt (checksum)");
+	/*
+	 * The version before the checksum: another version's header may be
+	 * laid out otherwise (version 1's was 64 bytes, without a seal).
+	 */
 	version = get32(buf + 8);
-	hlen = get32(buf + 12);
-	body = get64(buf + 16);
-	count = get32(buf + 56);
 	if (version != SNAP_VERSION)
 		return husk_seterr(EPROTONOSUPPORT, "the template's state file has format "
 				   "version %u; this husk reads version %u: make the template "
 				   "again", version, SNAP_VERSION);
+	if (get32(buf + H_CRC) != crc(buf, H_CRC))
+		return husk_seterr(EBADMSG, "the state file's header is corrupt (checksum)");
+	hlen = get32(buf + 12);
+	body = get64(buf + 16);
+	count = get32(buf + H_COUNT);
 	if (hlen != SNAP_HEADER_LEN || len > SNAP_MAX_LEN || body != len - SNAP_HEADER_LEN)
 		return husk_seterr(EINVAL, "the state file is %zu bytes, its header says %llu: "
 				   "truncated or extended", len,
@@ -73,7 +84,7 @@ int snap_parse(const uint8_t *buf, size_t len, struct snap *s)
 		return husk_seterr(EINVAL, "the state file claims %u sections (limit %d)",
 				   count, SNAP_MAX_SECTIONS);
 	digest_sha256(buf + SNAP_HEADER_LEN, body, digest);
-	if (memcmp(digest, buf + 24, SNAP_SHA256_LEN))
+	if (memcmp(digest, buf + H_SHA, SNAP_SHA256_LEN))
 		return husk_seterr(EBADMSG, "the state file's contents do not match its "
 				   "digest: it was altered or damaged");
 	off = SNAP_HEADER_LEN;
@@ -301,8 +312,46 @@ int snap_finish(struct snap_writer *w)
 	put32(h + 8, SNAP_VERSION);
 	put32(h + 12, SNAP_HEADER_LEN);
 	put64(h + 16, w->len - SNAP_HEADER_LEN);
-	digest_sha256(w->data + SNAP_HEADER_LEN, w->len - SNAP_HEADER_LEN, h + 24);
-	put32(h + 56, w->nr);
-	put32(h + 60, crc(h, 60));
+	digest_sha256(w->data + SNAP_HEADER_LEN, w->len - SNAP_HEADER_LEN, h + H_SHA);
+	put32(h + H_COUNT, w->nr);
+	put32(h + H_CRC, crc(h, H_CRC));
+	return 0;
+}
+
+/* ---- the seal ---- */
+
+static void seal_of(const uint8_t *buf, size_t len, const uint8_t key[SNAP_KEY_LEN],
+		    uint8_t out[SNAP_SEAL_LEN])
+{
+	struct hmac_sha256_ctx c;
+
+	hmac_sha256_set_key(&c, SNAP_KEY_LEN, key);
+	hmac_sha256_update(&c, H_SEAL, buf);
+	hmac_sha256_update(&c, len - SNAP_HEADER_LEN, buf + SNAP_HEADER_LEN);
+	hmac_sha256_digest(&c, SNAP_SEAL_LEN, out);
+}
+
+void snap_seal(uint8_t *buf, size_t len, const uint8_t key[SNAP_KEY_LEN])
+{
+	if (len < SNAP_HEADER_LEN)
+		return;
+	seal_of(buf, len, key, buf + H_SEAL);
+	put32(buf + H_CRC, crc(buf, H_CRC));
+}
+
+int snap_check_seal(const uint8_t *buf, size_t len, const uint8_t key[SNAP_KEY_LEN])
+{
+	uint8_t want[SNAP_SEAL_LEN];
+	int ok;
+
+	if (len < SNAP_HEADER_LEN)
+		return husk_seterr(EBADMSG, "the state file is too short to carry a seal");
+	seal_of(buf, len, key, want);
+	ok = memeql_sec(want, buf + H_SEAL, SNAP_SEAL_LEN);
+	memset(want, 0, sizeof(want));
+	if (!ok)
+		return husk_seterr(EBADMSG, "the state file was not sealed with this template "
+				   "directory's key: it was made elsewhere (or by an older husk), "
+				   "or altered; make the template again here");
 	return 0;
 }

@@ -5,9 +5,10 @@
  *
  * Layout (little-endian):
  *
- *   header   "HUSKSNAP", u32 version, u32 header length (64), u64 length of
+ *   header   "HUSKSNAP", u32 version, u32 header length (96), u64 length of
  *            the sections that follow, 32-byte SHA-256 over them, u32 count
- *            of sections, u32 CRC32 of the header's first 60 bytes
+ *            of sections, 32-byte seal, u32 CRC32 of the header's first 92
+ *            bytes
  *   section  u32 type, u32 index (e.g. the vCPU number), u32 payload length,
  *            u32 CRC32 of the payload, then the payload, zero-padded to 8
  *
@@ -17,6 +18,13 @@
  * section is handed out, duplicate sections and unknown versions are
  * refused. Unknown section types and tags are skipped (a newer writer may
  * add some); what a restore needs and does not find is its error.
+ *
+ * The checksums say a file is intact, not who wrote it: anyone can compute
+ * them. The seal does: an HMAC-SHA256 under a secret key (template.c keeps
+ * one per template directory) over the header's first 60 bytes and every
+ * section, so a file sealed with another key, or altered and re-checksummed
+ * without the key, is refused by snap_check_seal(). An unsealed file has a
+ * seal of zeros; the VM process writes those, the supervisor seals them.
  */
 #ifndef HUSK_SNAPSHOT_H
 #define HUSK_SNAPSHOT_H
@@ -30,8 +38,10 @@
 #include "job/proto.h"
 
 #define SNAP_MAGIC "HUSKSNAP"
-#define SNAP_VERSION 1
-#define SNAP_HEADER_LEN 64
+#define SNAP_VERSION 2
+#define SNAP_HEADER_LEN 96
+#define SNAP_KEY_LEN 32		/* the seal's key: 256 random bits */
+#define SNAP_SEAL_LEN 32
 #define SNAP_MAX_LEN (16u << 20)	/* a state file is ~100 KiB; refuse absurd ones */
 #define SNAP_MAX_SECTIONS 256
 #define SNAP_MAX_PAYLOAD (4u << 20)
@@ -87,8 +97,19 @@ void snap_put_str(struct snap_writer *w, uint16_t tag, const char *s);
 void snap_end(struct snap_writer *w);
 /* Append already-encoded TLV elements (a section copied from another file). */
 void snap_put_raw(struct snap_writer *w, const void *p, size_t len);
-/* Seal: fills the header. The file is w->data, w->len bytes. -errno. */
+/* Finish: fills the header, unsealed. The file is w->data, w->len bytes. -errno. */
 int snap_finish(struct snap_writer *w);
+
+/*
+ * Seal a finished file (len >= SNAP_HEADER_LEN) with key: the header's seal
+ * and then its CRC. Callers that hold the key only: the supervisor.
+ */
+void snap_seal(uint8_t *buf, size_t len, const uint8_t key[SNAP_KEY_LEN]);
+/*
+ * 0 when buf, a file snap_parse() accepted, carries key's seal; else
+ * -EBADMSG with husk_lasterr() saying it was not sealed with this key.
+ */
+int snap_check_seal(const uint8_t *buf, size_t len, const uint8_t key[SNAP_KEY_LEN]);
 
 /* The template's digests are SHA-256 (lib/digest.h). */
 #define SNAP_SHA256_LEN DIGEST_SHA256_LEN

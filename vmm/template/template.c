@@ -9,12 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include "config.h"
-#include "machine/arch.h"
 #include "template/template.h"
 #include "lib/util.h"
 
@@ -41,7 +41,8 @@ int file_id_of(int fd, struct file_id *id)
 	return 0;
 }
 
-int template_image_open(const char *what, const char *path, struct file_id *id)
+int template_image_open(const char *what, const char *path, bool allow_blk,
+			struct file_id *id)
 {
 	/* O_NONBLOCK: a FIFO is refused below, not waited on for a writer. */
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -55,6 +56,12 @@ int template_image_open(const char *what, const char *path, struct file_id *id)
 		close(fd);
 		return husk_seterr(e, "the %s %s: %s", what, path, strerror(e));
 	}
+	if (S_ISBLK(st.st_mode) && !allow_blk) {
+		close(fd);
+		/* Whoever can change that path could point it at a host disk. */
+		return husk_seterr(EPERM, "the %s %s is a block device, which husk reads only "
+				   "when the run names it (--rootfs %s)", what, path, path);
+	}
 	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
 		close(fd);
 		return husk_seterr(EINVAL, "the %s %s is not a regular file or block device",
@@ -62,6 +69,86 @@ int template_image_open(const char *what, const char *path, struct file_id *id)
 	}
 	id_of_stat(&st, id);
 	return fd;
+}
+
+/* ---- the sealing key ---- */
+
+static int key_read(int fd, uint8_t key[SNAP_KEY_LEN])
+{
+	struct stat st;
+	int err;
+
+	if (fstat(fd, &st) < 0)
+		return husk_seterr(errno, "the template directory's key: %s", strerror(errno));
+	/* Anyone else who could read it could seal templates for this directory. */
+	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) ||
+	    st.st_size != SNAP_KEY_LEN)
+		return husk_seterr(EPERM, "the template directory's key %s must be a file of %d "
+				   "bytes of uid %u with mode 0600: remove it and make the "
+				   "templates again", TEMPLATE_KEY_FILE, SNAP_KEY_LEN,
+				   (unsigned)geteuid());
+	err = read_exact_at(fd, key, SNAP_KEY_LEN, 0);
+	if (err)
+		return husk_seterr(err, "cannot read the template directory's key: %s",
+				   strerror(-err));
+	return 0;
+}
+
+/* A new key under a private name, then renamed: never over one made meanwhile. */
+static int key_make(int dirfd)
+{
+	uint8_t key[SNAP_KEY_LEN];
+	char tmp[48];
+	int fd, err = 0;
+
+	if (getrandom(key, sizeof(key), 0) != (ssize_t)sizeof(key))
+		return husk_seterr(EIO, "cannot draw the template directory's key: %s",
+				   strerror(errno));
+	snprintf(tmp, sizeof(tmp), "%s.tmp-%d", TEMPLATE_KEY_FILE, (int)getpid());
+	unlinkat(dirfd, tmp, 0);
+	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		err = -errno;
+	if (!err)
+		err = write_all_at(fd, key, sizeof(key), 0);
+	if (!err && fsync(fd) < 0)
+		err = -errno;
+	if (fd >= 0)
+		close(fd);
+	memset(key, 0, sizeof(key));
+	/* Another husk's key that won the race is the directory's: keep that one. */
+	if (!err && renameat2(dirfd, tmp, dirfd, TEMPLATE_KEY_FILE, RENAME_NOREPLACE) < 0 &&
+	    errno != EEXIST)
+		err = -errno;
+	unlinkat(dirfd, tmp, 0);
+	if (err)
+		return husk_seterr(-err, "cannot make the template directory's key: %s",
+				   strerror(-err));
+	fsync(dirfd);
+	return 0;
+}
+
+int template_key(int dirfd, bool create, uint8_t key[SNAP_KEY_LEN])
+{
+	int flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+	int fd = openat(dirfd, TEMPLATE_KEY_FILE, flags), err;
+
+	if (fd < 0 && errno == ENOENT && create) {
+		err = key_make(dirfd);
+		if (err)
+			return err;
+		fd = openat(dirfd, TEMPLATE_KEY_FILE, flags);
+	}
+	if (fd < 0 && errno == ENOENT)
+		return husk_seterr(ENOKEY, "the template directory has no key (%s): no template "
+				   "in it was made by this husk; make the template again",
+				   TEMPLATE_KEY_FILE);
+	if (fd < 0)
+		return husk_seterr(errno, "the template directory's key %s: %s",
+				   TEMPLATE_KEY_FILE, strerror(errno));
+	err = key_read(fd, key);
+	close(fd);
+	return err;
 }
 
 int template_name_check(const char *name)
@@ -459,7 +546,8 @@ void template_new_abort(struct template_new *t)
 
 /* ---- using one ---- */
 
-static int read_state(int tfd, struct template *t)
+/* key NULL: the directory has none, and keyerr says why. */
+static int read_state(int tfd, const uint8_t *key, const char *keyerr, struct template *t)
 {
 	struct stat st;
 	int fd = openat(tfd, STATE_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), err;
@@ -479,53 +567,56 @@ static int read_state(int tfd, struct template *t)
 	if (err)
 		return husk_seterr(err, "cannot read its state file: %s", strerror(-err));
 	err = snap_parse(t->state, t->state_len, &t->snap);
+	/* Intact, then ours: nothing in it is read before both hold. */
+	if (!err)
+		err = key ? snap_check_seal(t->state, t->state_len, key) :
+		      husk_seterr(ENOKEY, "%s", keyerr);
 	if (!err)
 		err = template_meta_read(&t->snap, &t->meta);
 	return err;
 }
 
-/* The image a run uses is the one the template was made from. */
-static int check_image(const char *what, const char *path, const struct file_id *want,
-		       const uint8_t sha[SNAP_SHA256_LEN])
+/*
+ * The image a run uses is the one the template was made from: the checked
+ * descriptor, or -errno. allow_blk: the run named this path itself.
+ */
+static int check_image(const char *what, const char *path, bool allow_blk,
+		       const struct file_id *want, const uint8_t sha[SNAP_SHA256_LEN])
 {
 	uint8_t got[SNAP_SHA256_LEN];
 	char hex[2 * SNAP_SHA256_LEN + 1];
 	struct file_id id;
-	int fd = template_image_open(what, path, &id), err;
+	int fd = template_image_open(what, path, allow_blk, &id), err;
 
 	if (fd < 0)
 		return fd;
 	/* Unchanged since the template was made: no need to read it. */
-	if (!memcmp(&id, want, sizeof(id))) {
-		close(fd);
-		return 0;
-	}
+	if (!memcmp(&id, want, sizeof(id)))
+		return fd;
 	err = digest_sha256_fd(fd, 0, UINT64_MAX, -1, got);
-	close(fd);
-	if (err)
-		return err;
-	if (memcmp(got, sha, SNAP_SHA256_LEN)) {
+	if (!err && memcmp(got, sha, SNAP_SHA256_LEN)) {
 		digest_hex(sha, 8, hex);
-		return husk_seterr(EINVAL, "the %s %s is not the one the template was made from "
-				   "(its digest begins %s): use that %s or make the template "
-				   "again", what, path, hex, what);
+		err = husk_seterr(EINVAL, "the %s %s is not the one the template was made from "
+				  "(its digest begins %s): use that %s or make the template "
+				  "again", what, path, hex, what);
 	}
-	return 0;
+	if (err) {
+		close(fd);
+		return err;
+	}
+	return fd;
 }
 
-int template_check_host(const struct template_meta *m, const struct kvm_sys *k,
-			uint32_t tsc_khz)
+int template_check_fp(const struct template_meta *m, const uint8_t fp[SNAP_SHA256_LEN],
+		      uint32_t tsc_khz)
 {
-	uint8_t fp[SNAP_SHA256_LEN];
 	uint64_t d;
-	int err = arch_host_fp(k, fp);
 
-	if (err)
-		return err;
-	if (memcmp(fp, m->host_fp, sizeof(fp)))
+	if (memcmp(fp, m->host_fp, SNAP_SHA256_LEN))
 		return husk_seterr(EINVAL, "template %s was made on another kind of host (its "
 				   "CPU features, KVM capabilities or MSRs differ from this "
 				   "one's): make the template again on this host", m->name);
+	/* A reboot recalibrates the TSC by a few kHz: that much is the same host. */
 	d = tsc_khz > m->tsc_khz ? tsc_khz - m->tsc_khz : m->tsc_khz - tsc_khz;
 	if (!tsc_khz || d * 1000000 > m->tsc_khz * TEMPLATE_TSC_PPM)
 		return husk_seterr(EINVAL, "template %s was made with a %llu kHz TSC, this host "
@@ -534,14 +625,15 @@ int template_check_host(const struct template_meta *m, const struct kvm_sys *k,
 	return 0;
 }
 
-int template_open(int dirfd, const char *name, const struct kvm_sys *k, uint32_t tsc_khz,
-		  const char *kernel, const char *rootfs, struct template *t)
+int template_open(int dirfd, const char *name, const char *kernel, const char *rootfs,
+		  struct template *t)
 {
+	uint8_t key[SNAP_KEY_LEN];
 	struct stat st;
 	int tfd, err;
 
 	memset(t, 0, sizeof(*t));
-	t->mem_fd = -1;
+	t->mem_fd = t->rootfs_fd = t->kernel_fd = -1;
 	err = template_name_check(name);
 	if (err)
 		return err;
@@ -550,7 +642,10 @@ int template_open(int dirfd, const char *name, const struct kvm_sys *k, uint32_t
 		return husk_seterr(errno, "template %s: %s", name, errno == ENOENT ?
 				   "there is no such template (husk template ls)" :
 				   strerror(errno));
-	err = read_state(tfd, t);
+	err = template_key(dirfd, false, key);
+	if (!err)
+		err = read_state(tfd, key, NULL, t);
+	memset(key, 0, sizeof(key));
 	if (!err) {
 		t->mem_fd = openat(tfd, MEMORY_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 		if (t->mem_fd < 0)
@@ -564,13 +659,17 @@ int template_open(int dirfd, const char *name, const struct kvm_sys *k, uint32_t
 				  (unsigned long long)t->meta.mem_size);
 	if (!err)
 		err = check_samples(t);
-	if (!err && kernel)
-		err = check_image("kernel", kernel, &t->meta.kernel_id, t->meta.kernel_sha);
-	if (!err)
-		err = check_image("root image", rootfs ? rootfs : t->meta.rootfs_path,
-				  &t->meta.rootfs_id, t->meta.rootfs_sha);
-	if (!err && k)
-		err = template_check_host(&t->meta, k, tsc_khz);
+	if (!err && kernel) {
+		t->kernel_fd = check_image("kernel", kernel, false, &t->meta.kernel_id,
+					   t->meta.kernel_sha);
+		err = t->kernel_fd < 0 ? t->kernel_fd : 0;
+	}
+	if (!err) {
+		t->rootfs_fd = check_image("root image", rootfs ? rootfs : t->meta.rootfs_path,
+					   rootfs != NULL, &t->meta.rootfs_id,
+					   t->meta.rootfs_sha);
+		err = t->rootfs_fd < 0 ? t->rootfs_fd : 0;
+	}
 	if (err) {
 		err = husk_seterr(err, "template %s: %s", name, husk_lasterr());
 		template_close(t);
@@ -582,9 +681,13 @@ void template_close(struct template *t)
 {
 	if (t->mem_fd >= 0)
 		close(t->mem_fd);
+	if (t->rootfs_fd >= 0)
+		close(t->rootfs_fd);
+	if (t->kernel_fd >= 0)
+		close(t->kernel_fd);
 	free(t->state);
 	t->state = NULL;
-	t->mem_fd = -1;
+	t->mem_fd = t->rootfs_fd = t->kernel_fd = -1;
 }
 
 /* ---- listing and removing ---- */
@@ -608,6 +711,9 @@ int template_list(int dirfd, struct template_info **out, unsigned *n)
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	struct template_info *v = NULL, *nv;
 	struct dirent *de;
+	uint8_t key[SNAP_KEY_LEN];
+	char keyerr[160];
+	bool have_key;
 	unsigned cnt = 0;
 
 	if (!d) {
@@ -615,6 +721,8 @@ int template_list(int dirfd, struct template_info **out, unsigned *n)
 			close(fd);
 		return husk_seterr(errno, "cannot list the template directory: %s", strerror(errno));
 	}
+	have_key = !template_key(dirfd, false, key);
+	snprintf(keyerr, sizeof(keyerr), "%s", have_key ? "" : husk_lasterr());
 	rewinddir(d);
 	while ((de = readdir(d))) {
 		struct template t;
@@ -628,9 +736,9 @@ int template_list(int dirfd, struct template_info **out, unsigned *n)
 		v = nv;
 		memset(&v[cnt], 0, sizeof(v[cnt]));
 		memset(&t, 0, sizeof(t));
-		t.mem_fd = -1;
+		t.mem_fd = t.rootfs_fd = t.kernel_fd = -1;
 		tfd = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (tfd >= 0 && !read_state(tfd, &t)) {
+		if (tfd >= 0 && !read_state(tfd, have_key ? key : NULL, keyerr, &t)) {
 			v[cnt].meta = t.meta;
 			v[cnt].ok = true;
 		} else {
@@ -645,6 +753,7 @@ int template_list(int dirfd, struct template_info **out, unsigned *n)
 		cnt++;
 	}
 	closedir(d);
+	memset(key, 0, sizeof(key));
 	if (cnt)
 		qsort(v, cnt, sizeof(*v), by_name);
 	*out = v;

@@ -9,15 +9,22 @@
  *            DEVICE sections
  *   memory   guest RAM in guest-physical order, sparse (gmem_save)
  *
+ * The directory also holds ".key", the secret every state file in it is
+ * sealed with (snapshot.h): 32 random bytes, mode 0600, made by the first
+ * template create. A state file made elsewhere, by another user, or
+ * altered and re-checksummed is refused because its seal does not match.
+ *
  * A template is built in a private ".NAME.tmp-PID" directory and renamed
  * into place when complete; it is never changed afterwards, only removed
  * (renamed out of the way first, so a run mapping it keeps working).
  * Opening one for a restore checks everything that is cheap enough to check
- * every time: the whole state file (checksums, version), the memory image's
- * size and a sample of its pages against the recorded checksums, the
- * host's fingerprint and TSC frequency, and the images the run asks for
- * against the recorded digests. template_verify() reads all of the memory
- * image against its SHA-256.
+ * every time: the whole state file (checksums, version, seal), the memory
+ * image's size and a sample of its pages against the recorded checksums,
+ * and the images the run asks for against the recorded digests; the VM
+ * process, which has KVM, checks the host's fingerprint and TSC frequency
+ * (template_check_fp). template_verify_memory() reads all of the memory
+ * image against its SHA-256. Nothing here needs KVM: the fuzz targets link
+ * it as it is.
  */
 #ifndef HUSK_TEMPLATE_H
 #define HUSK_TEMPLATE_H
@@ -27,7 +34,6 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "machine/kvm.h"
 #include "template/snapshot.h"
 
 #define TEMPLATE_DEFAULT_DIR "/var/lib/husk/templates"
@@ -56,11 +62,20 @@ struct file_id {
 int file_id_of(int fd, struct file_id *id);
 /*
  * Open a template's image (kernel, root) to be read to its end: a regular
- * file or a block device, never a FIFO waited on for a writer; its
- * identity in *id. The fd, or -errno with husk_lasterr() naming what and
- * path.
+ * file, or a block device when allow_blk (a path the user named), never a
+ * FIFO waited on for a writer; its identity in *id. The fd, or -errno
+ * with husk_lasterr() naming what and path.
  */
-int template_image_open(const char *what, const char *path, struct file_id *id);
+int template_image_open(const char *what, const char *path, bool allow_blk,
+			struct file_id *id);
+
+#define TEMPLATE_KEY_FILE ".key"
+/*
+ * The directory's sealing key into key: DIR/.key, which must be a regular
+ * file of SNAP_KEY_LEN bytes, the euid's, mode 0600 or stricter. When there
+ * is none: made (create), else -ENOKEY. -errno with husk_lasterr().
+ */
+int template_key(int dirfd, bool create, uint8_t key[SNAP_KEY_LEN]);
 
 /* What a template says about itself (from its META, HOST, MEMORY sections). */
 struct template_meta {
@@ -114,19 +129,27 @@ struct template {
 	struct snap snap;
 	struct template_meta meta;
 	int mem_fd;			/* O_RDONLY */
+	/* The images as checked, O_RDONLY: what the VM must read, not their paths. */
+	int rootfs_fd;
+	int kernel_fd;			/* -1 when the run named no kernel */
 };
 /*
- * Open NAME for a restore on this host: the checks of the header comment.
- * kernel/rootfs are the paths the run will use (NULL: not given, the
- * template's own are used, rootfs checked); k the host's KVM. Every refusal
- * is an error naming the part that is wrong.
+ * Open NAME for a restore: the checks of the header comment but the host's
+ * (the VM process makes those, with KVM: vm_restore_state). kernel/rootfs
+ * are the paths the run will use (NULL: not given, the template's own are
+ * used, rootfs checked). The root image may be a block device only when
+ * rootfs names it: the path a template recorded is never opened as one.
+ * Every refusal is an error naming the part that is wrong.
  */
-int template_open(int dirfd, const char *name, const struct kvm_sys *k, uint32_t tsc_khz,
-		  const char *kernel, const char *rootfs, struct template *t);
+int template_open(int dirfd, const char *name, const char *kernel, const char *rootfs,
+		  struct template *t);
 void template_close(struct template *t);
-/* The host checks alone: fingerprint and TSC (the VM process, which has KVM). */
-int template_check_host(const struct template_meta *m, const struct kvm_sys *k,
-			uint32_t tsc_khz);
+/*
+ * The host checks: fp, this host's fingerprint (arch_host_fp), must be the
+ * template's, and tsc_khz within TEMPLATE_TSC_PPM of its TSC frequency.
+ */
+int template_check_fp(const struct template_meta *m, const uint8_t fp[SNAP_SHA256_LEN],
+		      uint32_t tsc_khz);
 /* Read the whole memory image against its SHA-256 (husk template verify). */
 int template_verify_memory(const struct template *t);
 

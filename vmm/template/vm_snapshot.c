@@ -42,6 +42,15 @@ int vm_snapshot(struct vm *vm, struct snap_writer *w, int mem_fd, uint64_t *mem_
 	return gmem_save(&vm->mem, mem_fd, mem_data);
 }
 
+/* The template is from this kind of host: fingerprint and TSC. */
+static int check_host(struct vm *vm, const struct template_meta *m)
+{
+	uint8_t fp[SNAP_SHA256_LEN];
+	int err = arch_host_fp(&vm->kvm, fp);
+
+	return err ? err : template_check_fp(m, fp, vm->tsc_khz);
+}
+
 int vm_restore_state(struct vm *vm, const struct vm_restore *r)
 {
 	const struct snap_section *sec;
@@ -50,7 +59,7 @@ int vm_restore_state(struct vm *vm, const struct vm_restore *r)
 	int err;
 
 	/* Before anything is set: a template from another kind of host is refused. */
-	err = template_check_host(r->meta, &vm->kvm, vm->tsc_khz);
+	err = check_host(vm, r->meta);
 	if (err)
 		return err;
 	if (r->meta->vcpus != vm->nr_vcpus || r->meta->nr_devices != vm->nr_virtio)

@@ -3,10 +3,13 @@
  * itself: the caller has stopped the VM (vm_stop) and joined its vCPU
  * threads (vm_join); then the event loop is stopped, every vCPU finishes its
  * pending I/O and is saved, then the VM's clock and interrupt controllers,
- * every virtio device, the UART and last guest RAM. Restoring happens inside
- * vm_create() when vm_config.restore is set: same machine, devices in the
- * same slots, RAM mapped from the template's image, then the saved state
- * over it, before any vCPU runs.
+ * every virtio device, the UART and last guest RAM. Restoring takes two
+ * steps: vm_create() with vm_config.restore set builds the same machine,
+ * devices in the same slots, RAM mapped from the template's image; then
+ * vm_restore_state() puts the saved state over it, before any vCPU runs.
+ * The caller confines itself between the two (husk run: the jail), since
+ * the state is input: every section is checked again here, and what KVM
+ * is given is limited to what a guest on this host could have reached.
  */
 #ifndef HUSK_VM_SNAPSHOT_H
 #define HUSK_VM_SNAPSHOT_H
@@ -32,7 +35,7 @@ struct vm_restore {
  */
 int vm_snapshot(struct vm *vm, struct snap_writer *w, int mem_fd, uint64_t *mem_data,
 		uint32_t *ids, unsigned *nr_ids);
-/* From vm_create(): the saved state over a freshly built machine. */
+/* After vm_create(): the saved state over the freshly built machine. */
 int vm_restore_state(struct vm *vm, const struct vm_restore *r);
 
 #endif

@@ -241,6 +241,28 @@ static int image_size(int fd, const char *path, uint64_t *bytes)
 
 int virtio_blk_create(struct vm *vm, const char *path, bool read_only)
 {
+	return virtio_blk_create_fd(vm, path, -1, read_only);
+}
+
+/* The device's own descriptor: a copy of fd, or path opened. */
+static int blk_open(const char *path, int fd, bool read_only)
+{
+	int mode = fd > 0 ? fcntl(fd, F_GETFL) : 0;
+
+	if (fd > 0 && (mode < 0 || (!read_only && (mode & O_ACCMODE) != O_RDWR)))
+		return husk_seterr(EBADF, "disk image %s: its descriptor is not open for %s",
+				   path, read_only ? "reading" : "reading and writing");
+	if (fd > 0)
+		fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	else	/* O_NONBLOCK: a FIFO must be refused (image_size), not wait for a writer. */
+		fd = open(path, (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return husk_seterr(errno, "cannot open disk image %s: %s", path, strerror(errno));
+	return fd;
+}
+
+int virtio_blk_create_fd(struct vm *vm, const char *path, int fd, bool read_only)
+{
 	struct blk *b;
 	uint64_t bytes;
 	int err;
@@ -249,10 +271,9 @@ int virtio_blk_create(struct vm *vm, const char *path, bool read_only)
 	if (!b)
 		return husk_seterr(ENOMEM, "out of memory for the disk device");
 	b->read_only = read_only;
-	/* O_NONBLOCK: a FIFO must be refused (image_size), not wait for a writer. */
-	b->fd = open(path, (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NONBLOCK);
+	b->fd = blk_open(path, fd, read_only);
 	if (b->fd < 0) {
-		err = husk_seterr(errno, "cannot open disk image %s: %s", path, strerror(errno));
+		err = b->fd;
 		free(b);
 		return err;
 	}

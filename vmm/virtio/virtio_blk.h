@@ -12,5 +12,11 @@
 struct vm;
 
 int virtio_blk_create(struct vm *vm, const char *path, bool read_only);
+/*
+ * The same on a descriptor the caller opened and checked (fd > 0; the
+ * device keeps a copy, the caller its own): path then only names the
+ * image in messages. fd <= 0 opens path, as virtio_blk_create.
+ */
+int virtio_blk_create_fd(struct vm *vm, const char *path, int fd, bool read_only);
 
 #endif

@@ -258,7 +258,7 @@ int arch_restore_state(struct vm *vm, const struct vm_restore *r)
 		sec = snap_find(r->snap, SNAP_VCPU, i);
 		if (!sec)
 			return husk_seterr(EINVAL, "the template has no state for vCPU %u", i);
-		err = vmstate_restore_vcpu_x86(&vm->kvm, vm->vcpus[i].fd, i, sec);
+		err = vmstate_restore_vcpu_x86(&vm->kvm, vm->vcpus[i].fd, i, vm->nr_vcpus, sec);
 		if (err)
 			return err;
 	}

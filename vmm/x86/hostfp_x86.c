@@ -9,6 +9,20 @@
 #include "x86/vmstate_x86.h"
 #include "lib/util.h"
 
+const long hostfp_x86_caps[] = {
+	KVM_CAP_XSAVE, KVM_CAP_XCRS, KVM_CAP_TSC_DEADLINE_TIMER, KVM_CAP_IRQCHIP,
+	KVM_CAP_PIT2, KVM_CAP_ADJUST_CLOCK, KVM_CAP_VCPU_EVENTS, KVM_CAP_DEBUGREGS,
+	KVM_CAP_KVMCLOCK_CTRL, KVM_CAP_TSC_CONTROL,
+#ifdef KVM_CAP_XSAVE2
+	KVM_CAP_XSAVE2,
+#endif
+};
+const unsigned hostfp_x86_nr_caps = ARRAY_SIZE(hostfp_x86_caps);
+
+#define MAX_CAPS 16
+#define MAX_MSRS 256
+_Static_assert(ARRAY_SIZE(hostfp_x86_caps) <= MAX_CAPS, "room for every capability");
+
 /*
  * Fields that name the host CPU the ioctl ran on (APIC IDs, core numbers)
  * differ from call to call on one host: they are not part of what a guest
@@ -31,45 +45,51 @@ static void canonical(struct kvm_cpuid_entry2 *e)
 	}
 }
 
-int hostfp_x86(const struct kvm_sys *k, uint8_t out[SNAP_SHA256_LEN])
+void hostfp_x86_digest(const struct hostfp_x86_in *in, uint8_t out[SNAP_SHA256_LEN])
 {
-	static const long caps[] = {
-		KVM_CAP_XSAVE, KVM_CAP_XCRS, KVM_CAP_TSC_DEADLINE_TIMER, KVM_CAP_IRQCHIP,
-		KVM_CAP_PIT2, KVM_CAP_ADJUST_CLOCK, KVM_CAP_VCPU_EVENTS, KVM_CAP_DEBUGREGS,
-		KVM_CAP_KVMCLOCK_CTRL, KVM_CAP_TSC_CONTROL,
-#ifdef KVM_CAP_XSAVE2
-		KVM_CAP_XSAVE2,
-#endif
-	};
-	uint32_t msrs[256];
 	struct sha256_ctx c;
-	const char *extra = getenv("HUSK_FINGERPRINT_EXTRA");
+	uint32_t nent = in->nent;
 	int32_t v;
 	unsigned i;
-	int n;
 
 	sha256_init(&c);
 	sha256_update(&c, 12, (const uint8_t *)"husk-host/1");
-	sha256_update(&c, sizeof(k->arch.cpuid->nent), (const uint8_t *)&k->arch.cpuid->nent);
-	for (i = 0; i < k->arch.cpuid->nent; i++) {
-		struct kvm_cpuid_entry2 e = k->arch.cpuid->entries[i];
+	sha256_update(&c, sizeof(nent), (const uint8_t *)&nent);
+	for (i = 0; i < in->nent; i++) {
+		struct kvm_cpuid_entry2 e = in->cpuid[i];
 
 		canonical(&e);
 		memset(e.padding, 0, sizeof(e.padding));
 		sha256_update(&c, sizeof(e), (const uint8_t *)&e);
 	}
-	for (i = 0; i < ARRAY_SIZE(caps); i++) {
-		v = kvm_cap(k, caps[i]);
-		sha256_update(&c, sizeof(v), (const uint8_t *)&v);
-	}
-	n = vmstate_msr_list_x86(k, msrs, ARRAY_SIZE(msrs));
+	sha256_update(&c, hostfp_x86_nr_caps * sizeof(in->caps[0]), (const uint8_t *)in->caps);
+	sha256_update(&c, in->nmsrs * sizeof(in->msrs[0]), (const uint8_t *)in->msrs);
+	v = in->pvm;
+	sha256_update(&c, sizeof(v), (const uint8_t *)&v);
+	if (in->extra && *in->extra)
+		sha256_update(&c, strlen(in->extra), (const uint8_t *)in->extra);
+	sha256_digest(&c, SNAP_SHA256_LEN, out);
+}
+
+int hostfp_x86(const struct kvm_sys *k, uint8_t out[SNAP_SHA256_LEN])
+{
+	struct hostfp_x86_in in = {
+		.cpuid = k->arch.cpuid->entries, .nent = k->arch.cpuid->nent, .pvm = k->pvm,
+		.extra = getenv("HUSK_FINGERPRINT_EXTRA"),
+	};
+	int32_t caps[MAX_CAPS];
+	uint32_t msrs[MAX_MSRS];
+	unsigned i;
+	int n;
+
+	for (i = 0; i < hostfp_x86_nr_caps; i++)
+		caps[i] = kvm_cap(k, hostfp_x86_caps[i]);
+	n = vmstate_msr_list_x86(k, msrs, MAX_MSRS);
 	if (n < 0)
 		return n;
-	sha256_update(&c, n * sizeof(msrs[0]), (const uint8_t *)msrs);
-	v = k->pvm;
-	sha256_update(&c, sizeof(v), (const uint8_t *)&v);
-	if (extra && *extra)
-		sha256_update(&c, strlen(extra), (const uint8_t *)extra);
-	sha256_digest(&c, SNAP_SHA256_LEN, out);
+	in.caps = caps;
+	in.msrs = msrs;
+	in.nmsrs = n;
+	hostfp_x86_digest(&in, out);
 	return 0;
 }

@@ -9,6 +9,7 @@
 
 #include "x86/cpuid_x86.h"
 #include "lib/util.h"
+#include "x86/restore_check_x86.h"
 #include "x86/vmstate_x86.h"
 
 #define MAX_MSRS 256
@@ -212,22 +213,43 @@ static int restore_xsave(const struct kvm_sys *k, int fd, unsigned id,
 	return err;
 }
 
+/*
+ * The entries husk set, exactly. Linux 6.1's KVM_GET_CPUID2 never says how
+ * many there are (it keeps nent as it was on success and does not copy it
+ * back on E2BIG), but it fails with E2BIG for any nent below the count:
+ * the count is the least nent that succeeds.
+ */
 static int save_cpuid(int fd, unsigned id, struct snap_writer *w)
 {
 	struct kvm_cpuid2 *c = calloc(1, sizeof(*c) + CPUID_MAX_ENTRIES * sizeof(c->entries[0]));
+	unsigned lo = 1, hi = CPUID_MAX_ENTRIES;
 	int err;
 
 	if (!c)
 		return husk_seterr(ENOMEM, "out of memory");
-	c->nent = CPUID_MAX_ENTRIES;
+	c->nent = hi;
 	err = vcpu_io(fd, KVM_GET_CPUID2, c, "KVM_GET_CPUID2", id);
+	while (!err && lo < hi) {
+		c->nent = lo + (hi - lo) / 2;
+		if (ioctl(fd, KVM_GET_CPUID2, c) == 0)
+			hi = c->nent;
+		else if (errno == E2BIG)
+			lo = c->nent + 1;
+		else
+			err = husk_seterr(errno, "KVM_GET_CPUID2 on vCPU %u: %s", id, strerror(errno));
+	}
+	c->nent = hi;
 	if (!err)
-		snap_put(w, T_VCPU_CPUID, c->entries, c->nent * sizeof(c->entries[0]));
+		err = vcpu_io(fd, KVM_GET_CPUID2, c, "KVM_GET_CPUID2", id);
+	if (!err)
+		snap_put(w, T_VCPU_CPUID, c->entries, hi * sizeof(c->entries[0]));
 	free(c);
 	return err;
 }
 
-static int restore_cpuid(int fd, unsigned id, const struct snap_section *sec)
+/* Only what husk would give this vCPU on this host (restore_check_x86.h). */
+static int restore_cpuid(const struct kvm_sys *k, int fd, unsigned id, unsigned nr_vcpus,
+			 const struct snap_section *sec)
 {
 	struct kvm_cpuid2 *c;
 	struct tlv t;
@@ -242,7 +264,11 @@ static int restore_cpuid(int fd, unsigned id, const struct snap_section *sec)
 		return husk_seterr(ENOMEM, "out of memory");
 	c->nent = t.len / sizeof(struct kvm_cpuid_entry2);
 	memcpy(c->entries, t.val, t.len);
-	err = vcpu_io(fd, KVM_SET_CPUID2, c, "KVM_SET_CPUID2", id);
+	err = restore_check_cpuid_x86(k->arch.cpuid,
+				      kvm_cap(k, KVM_CAP_TSC_DEADLINE_TIMER) > 0, c->entries,
+				      c->nent, id, nr_vcpus);
+	if (!err)
+		err = vcpu_io(fd, KVM_SET_CPUID2, c, "KVM_SET_CPUID2", id);
 	free(c);
 	return err;
 }
@@ -259,12 +285,15 @@ static int restore_cpuid(int fd, unsigned id, const struct snap_section *sec)
 		snap_put(w, tag, &v_, sizeof(v_));			\
 	} while (0)
 
-#define RESTORE_FIXED(tag, type, req) do {				\
+/* The same back, after check(&value) (0 accepts) when there is one. */
+#define RESTORE_FIXED(tag, type, req, check) do {			\
 		type v_;						\
 		err = snap_get_exact(sec, tag, &v_, sizeof(v_));	\
 		if (err)						\
 			return husk_seterr(err, "vCPU %u: %s", id, husk_lasterr()); \
-		err = vcpu_io(fd, req, &v_, #req, id);			\
+		err = check;						\
+		if (!err)						\
+			err = vcpu_io(fd, req, &v_, #req, id);		\
 		if (err)						\
 			return err;					\
 	} while (0)
@@ -333,16 +362,18 @@ int vmstate_save_vcpu_x86(const struct kvm_sys *k, int fd, unsigned id, struct s
 	return 0;
 }
 
-int vmstate_restore_vcpu_x86(const struct kvm_sys *k, int fd, unsigned id,
+int vmstate_restore_vcpu_x86(const struct kvm_sys *k, int fd, unsigned id, unsigned nr_vcpus,
 			     const struct snap_section *sec)
 {
 	int err;
 
-	err = restore_cpuid(fd, id, sec);
+	err = restore_cpuid(k, fd, id, nr_vcpus, sec);
 	if (err)
 		return err;
-	RESTORE_FIXED(T_VCPU_MP_STATE, struct kvm_mp_state, KVM_SET_MP_STATE);
-	RESTORE_FIXED(T_VCPU_REGS, struct kvm_regs, KVM_SET_REGS);
+	RESTORE_FIXED(T_VCPU_MP_STATE, struct kvm_mp_state, KVM_SET_MP_STATE,
+		      restore_check_mp_state_x86(&v_, id));
+	/* Registers, XSAVE, XCRs, debug registers: KVM checks them as the guest's own. */
+	RESTORE_FIXED(T_VCPU_REGS, struct kvm_regs, KVM_SET_REGS, 0);
 	err = restore_sregs(k, fd, id, sec);
 	if (err)
 		return err;
@@ -350,13 +381,15 @@ int vmstate_restore_vcpu_x86(const struct kvm_sys *k, int fd, unsigned id,
 	if (err)
 		return err;
 	if (k->arch.have_xcrs)
-		RESTORE_FIXED(T_VCPU_XCRS, struct kvm_xcrs, KVM_SET_XCRS);
-	RESTORE_FIXED(T_VCPU_DEBUGREGS, struct kvm_debugregs, KVM_SET_DEBUGREGS);
-	RESTORE_FIXED(T_VCPU_LAPIC, struct kvm_lapic_state, KVM_SET_LAPIC);
+		RESTORE_FIXED(T_VCPU_XCRS, struct kvm_xcrs, KVM_SET_XCRS, 0);
+	RESTORE_FIXED(T_VCPU_DEBUGREGS, struct kvm_debugregs, KVM_SET_DEBUGREGS, 0);
+	RESTORE_FIXED(T_VCPU_LAPIC, struct kvm_lapic_state, KVM_SET_LAPIC,
+		      restore_check_lapic_x86(&v_, id));
 	err = restore_msrs(fd, id, sec);
 	if (err)
 		return err;
-	RESTORE_FIXED(T_VCPU_EVENTS, struct kvm_vcpu_events, KVM_SET_VCPU_EVENTS);
+	RESTORE_FIXED(T_VCPU_EVENTS, struct kvm_vcpu_events, KVM_SET_VCPU_EVENTS,
+		      restore_check_events_x86(&v_, id));
 	return 0;
 }
 
@@ -459,7 +492,11 @@ int vmstate_restore_vm_x86(int fd, const int *vcpu_fds, unsigned n,
 		return husk_seterr(EINVAL, "%u vCPUs", n);
 	err = snap_get_exact(sec, T_VM_PIT, &pit, sizeof(pit));
 	if (!err)
+		err = restore_check_pit_x86(&pit);
+	if (!err) {
+		memset(pit.reserved, 0, sizeof(pit.reserved));
 		err = vm_io(fd, KVM_SET_PIT2, &pit, "KVM_SET_PIT2");
+	}
 	if (!err)
 		err = snap_get_exact(sec, T_VM_CLOCK, &clock, sizeof(clock));
 	if (!err)
@@ -469,6 +506,8 @@ int vmstate_restore_vm_x86(int fd, const int *vcpu_fds, unsigned n,
 		if (!err && chip.chip_id != chips[i].chip)
 			err = husk_seterr(EINVAL, "the template's interrupt controller %u is "
 					  "labelled %u", chips[i].chip, chip.chip_id);
+		if (!err)
+			err = restore_check_irqchip_x86(&chip);
 		if (!err)
 			err = vm_io(fd, KVM_SET_IRQCHIP, &chip, "KVM_SET_IRQCHIP");
 	}

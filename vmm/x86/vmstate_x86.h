@@ -10,7 +10,10 @@
  * CPUID, MP state, registers, special registers, XSAVE, XCRs, debug
  * registers, LAPIC, MSRs (TSC before TSC_DEADLINE), events; then for the VM
  * PIT, interrupt controllers, clock and TSCs. Every element must be present and
- * of the exact size this KVM uses; nothing missing is guessed.
+ * of the exact size this KVM uses; nothing missing is guessed. MSRs outside
+ * the allow list are refused, and the CPUID, LAPIC, MP state, events,
+ * 8259s, IOAPIC and PIT are checked before KVM gets them
+ * (restore_check_x86.h).
  */
 #ifndef HUSK_VMSTATE_X86_H
 #define HUSK_VMSTATE_X86_H
@@ -45,8 +48,9 @@ int vmstate_msr_allowed_x86(uint32_t index);
 
 int vmstate_save_vcpu_x86(const struct kvm_sys *k, int vcpu_fd, unsigned id,
 			  struct snap_writer *w);
+/* vCPU id of nr_vcpus; what KVM is given is checked first (restore_check_x86.h). */
 int vmstate_restore_vcpu_x86(const struct kvm_sys *k, int vcpu_fd, unsigned id,
-			     const struct snap_section *sec);
+			     unsigned nr_vcpus, const struct snap_section *sec);
 /*
  * The VM: kvm-clock and every vCPU's TSC read together (before the vCPUs
  * are saved, so no save work runs between them), PICs, IOAPIC, PIT. Restore
