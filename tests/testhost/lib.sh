@@ -44,5 +44,9 @@ run() {
 jnum() { tail -n 1 "$2" | grep -o "\"$1\":-\{0,1\}[0-9]*" | head -n 1 | cut -d: -f2; }
 # uptime_ms: milliseconds since the test host booted (busybox date has no %N)
 uptime_ms() { cut -d' ' -f1 /proc/uptime | tr -d . | sed 's/$/0/'; }
+# skip WHY: a part that did not run, counted and said with its reason;
+# tools/test matches the line against tests/skips.allowed.
+skipped=0
+skip() { echo "skip - $1"; skipped=$((skipped + 1)); }
 # summary NAME: the line tools/test adds up, and the exit status
-summary() { echo "$1: $pass passed, $fail failed"; [ $fail = 0 ]; }
+summary() { echo "$1: $pass passed, $fail failed, $skipped skipped"; [ $fail = 0 ]; }

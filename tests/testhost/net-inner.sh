@@ -10,10 +10,6 @@ SRV=198.51.100.1
 mkdir -p $W/www
 . "$(dirname "$0")/lib.sh"
 
-for m in tun sch_ingress cls_bpf; do
-	[ -d /sys/module/$m ] || { echo "SKIP: module $m is not loaded"; exit 77; }
-done
-
 # The "internet": the server's address on the test host's own lo; the guest
 # reaches it through its tap, where the egress filter decides.
 ip addr add $SRV/32 dev lo 2>/dev/null
@@ -376,9 +372,8 @@ if [ -x "$IPR" ] && [ -x /usr/sbin/nft ]; then
 	$IPR link del hv0 2>/dev/null
 	no_leftovers "after the --netns runs"
 else
-	echo "# SKIP --netns part: iproute2's ip or nft(8) is not in the test host"
+	skip "--netns part: iproute2's ip or nft(8) is not in the test host (tools/install-deps)"
 fi
 
 kill $srv 2>/dev/null
-echo "testhost net: $pass passed, $fail failed"
-[ $fail = 0 ]
+summary "testhost net"

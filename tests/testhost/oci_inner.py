@@ -38,7 +38,7 @@ HUSK = B + "/husk-runc"
 W = "/tmp/oci-inner"
 ROOT = W + "/state"
 IMG = W + "/images"
-passes = fails = 0
+passes = fails = skips = 0
 
 # The engine is the reaper of its containers (conmon is a subreaper).
 PR_SET_CHILD_SUBREAPER = 36
@@ -54,6 +54,17 @@ def check(cond, msg, detail=""):
         fails += 1
         print("FAIL - " + msg + (": " + str(detail)[:1500] if detail != "" else ""), flush=True)
     return cond
+
+
+def skip(msg):
+    """A part that did not run: counted and said with its reason."""
+    global skips
+    skips += 1
+    print("skip - " + msg, flush=True)
+
+
+def summary(note=""):
+    print("oci: %d passed, %d failed, %d skipped%s" % (passes, fails, skips, note), flush=True)
 
 
 def runtime(*args, stdout=None, stderr=None, stdin=subprocess.DEVNULL, input=None):
@@ -156,7 +167,7 @@ r, pid, o = create("c1", W + "/b1", "c1")
 t_create = time.monotonic() - t0
 if not check(r.returncode == 0 and pid > 0, "create: 0 and the pid file", (r.returncode,
              open(o + ".err").read())):
-    print("oci: %d passed, %d failed (stopped after create)" % (passes, fails))
+    summary(" (stopped after create)")
     sys.exit(1)
 s = state("c1")
 check(s.get("status") == "created" and s.get("pid") == pid and s.get("id") == "c1" and
@@ -457,7 +468,7 @@ if IPR:
           "husk" not in ip("-n", "on", "link", "show").stdout,
           "nothing of the VMs is left in the engine's namespace", (r.stdout, r.stderr))
 else:
-    print("skip - the engine's network namespace: iproute2 or nft not brought in", flush=True)
+    skip("the engine's network namespace: iproute2 or nft not brought in")
 
 # ---- podman --runtime husk-runc (conmon drives the runtime)
 # podman's temporary files (the test host has no /var/tmp)
@@ -481,7 +492,7 @@ def podman(*args, timeout=600):
 cmd_peer = [PODMAN, "--root", W + "/pd-storage", "--runroot", W + "/pd-run", "--storage-driver",
             "vfs", "--cgroup-manager", "cgroupfs", "--events-backend", "file", "--runtime"]
 if not PODMAN:
-    print("skip - podman with husk-runc: podman or conmon not brought in", flush=True)
+    skip("podman with husk-runc: podman or conmon not brought in")
 else:
     r = podman("import", TAR, "localhost/bb")
     if check(r.returncode == 0, "podman import of a busybox root", r.stderr[-1500:]):
@@ -593,8 +604,7 @@ left = [x for x in os.listdir(ROOT) if not x.startswith(".")] if os.path.isdir(R
 check(left == [], "no container state left", left)
 # ---- containerd: ctr run through the runc shim, BinaryName = husk-runc
 if not (CONTAINERD and PODMAN):
-    print("skip - containerd with husk-runc: containerd (and podman, to make the image) not "
-          "brought in", flush=True)
+    skip("containerd with husk-runc: containerd (and podman, to make the image) not brought in")
 else:
     CS = W + "/ctd.sock"
     with open(W + "/ctd.toml", "w") as f:
@@ -767,8 +777,7 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 
 
 if not SLURM:
-    print("skip - slurm with husk-runc: slurmctld, slurmd, srun or munged not brought in",
-          flush=True)
+    skip("slurm with husk-runc: slurmctld, slurmd, srun or munged not brought in")
 else:
     slurm_test()
 
@@ -786,5 +795,5 @@ while True:
 vms = [x for x in subprocess.run(["ps", "-o", "pid,stat,comm,args"], capture_output=True,
                                  text=True).stdout.splitlines() if " husk" in x]
 check(vms == [], "no husk process left", vms)
-print("oci: %d passed, %d failed" % (passes, fails))
+summary()
 sys.exit(1 if fails else 0)
