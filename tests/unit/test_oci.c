@@ -6,11 +6,14 @@
  * runtime.
  */
 #include <fcntl.h>
+#include <sched.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "helpers.h"
@@ -292,17 +295,56 @@ START_TEST(hosts_own_netns_refused)
 }
 END_TEST
 
-/* The initial namespace too, where it can be opened (root, pid 1 in reach). */
+/*
+ * The initial namespace too: pid 1's, which is not this thread's. Pid 1 of
+ * the machine may be out of reach (another user namespace), so the test
+ * makes its own: a new PID namespace with its own /proc, whose pid 1 keeps
+ * the network the test started in while its child moves to a new one and
+ * asks for /proc/1/ns/net. Needs root.
+ */
+static int initial_netns_child(void)
+{
+	pid_t pid;
+	int st;
+
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+	    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL))
+		return 10;
+	pid = fork();
+	if (pid < 0)
+		return 11;
+	if (pid == 0) {
+		int fd;
+
+		if (unshare(CLONE_NEWNET))
+			_exit(12);
+		fd = netns_open("/proc/1/ns/net");
+		if (fd >= 0)
+			_exit(13);
+		_exit(fd == -EPERM && strstr(husk_lasterr(), "the host's own") ? 0 : 14);
+	}
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+		return 15;
+	return WEXITSTATUS(st);
+}
+
 START_TEST(initial_netns_refused)
 {
-	int fd = open("/proc/1/ns/net", O_RDONLY | O_CLOEXEC);
+	pid_t pid;
+	int st;
 
-	if (fd < 0) {
-		unit_skip("initial_netns_refused: /proc/1/ns/net", strerror(errno));
+	if (geteuid() != 0) {
+		unit_skip("initial_netns_refused", "needs root (a PID and a network namespace)");
 		return;
 	}
-	close(fd);
-	assert_err_msg(netns_open("/proc/1/ns/net"), EPERM, "the host's own");
+	ck_assert_int_eq(unshare(CLONE_NEWPID | CLONE_NEWNS), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(initial_netns_child());
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st));
+	ck_assert_msg(WEXITSTATUS(st) == 0, "pid 1's namespace: step %d failed", WEXITSTATUS(st));
 }
 END_TEST
 
