@@ -91,7 +91,9 @@ class Internal(HuskError):
 
 
 class PolicyDenied(BadRequest):
-    """An egress rule (allow, allow_hosts, deny) was refused."""
+    """An egress rule (allow, allow_hosts, deny) was refused: malformed in a
+    ``policy`` request, or (code ``forbidden``) opening what the daemon keeps
+    closed to this client in ``run``, ``create`` or ``policy``."""
 
 
 class Timeout(HuskError):
@@ -129,6 +131,6 @@ def from_reply(reply: dict[str, Any], op: str = "") -> HuskError:
     cls = SandboxGone if code == "gone" else _BY_CODE.get(code, HuskError)
     if cls is NotFound and op not in ("", "run", "create", "health", "list"):
         cls = SandboxGone
-    if cls is BadRequest and op == "policy":
+    if (cls is BadRequest and op == "policy") or code == "forbidden":
         cls = PolicyDenied
     return cls(message, code=code, reply=reply)

@@ -169,6 +169,20 @@ class Errors(Base):
             with self.assertRaises(husk.PolicyDenied):
                 sb.policy(allow=["bad"])
 
+    def test_forbidden_rule_is_policy_denied(self) -> None:
+        # A rule closed to this client, in create, run or policy.
+        msg = "allow 169.254.169.254/32: a cloud platform endpoint"
+        self.d.mode["error_create"] = ("forbidden", msg)
+        with self.assertRaises(husk.PolicyDenied) as e:
+            self.sandbox(net="egress", allow=["169.254.169.254/32"]).open()
+        self.assertEqual(e.exception.code, "forbidden")
+        self.assertIn(msg, str(e.exception))
+        self.d.mode.clear()
+        self.d.mode["error_policy"] = ("forbidden", msg)
+        with self.sandbox(net="egress") as sb:
+            with self.assertRaises(husk.PolicyDenied):
+                sb.policy(allow=["169.254.169.254/32"])
+
     def test_no_daemon(self) -> None:
         with self.assertRaises(husk.ConnectionFailed):
             husk.Sandbox(socket=os.path.join(self.tmp, "none.sock")).open()
