@@ -7,9 +7,14 @@
  * consistent (a known op; run/create with a NULL-terminated worker command
  * line that husk run's parser accepted; decoded data no longer than its
  * base64); every answer builder makes one line of valid JSON out of what
- * was parsed; base64 data round-trips; nothing leaks.
+ * was parsed; base64 data round-trips; the check of a request's egress
+ * rules against what a client may open either passes or refuses with
+ * -EACCES and a reason, for a client and for an admin's strict worker;
+ * nothing leaks.
  */
+#include <errno.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +36,26 @@ static void check_line(char *l)
 		abort();
 	json_decref(j);
 	free(l);
+}
+
+/* A fake host: its one address is 192.0.2.10. */
+static int fake_is_host(int family, const void *addr)
+{
+	static const uint8_t h4[4] = { 192, 0, 2, 10 };
+
+	return family == AF_INET && !memcmp(addr, h4, 4);
+}
+
+static void check_rules(const struct api_req *r)
+{
+	static const struct api_net_limits lim = { NULL, 0, fake_is_host };
+
+	for (int client = 0; client < 2; client++) {
+		int err = api_check_rules(r, &lim, client);
+
+		if (err && (err != -EACCES || !husk_lasterr()[0]))
+			abort();
+	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -65,6 +90,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(back);
 		json_decref(b);
 	}
+	check_rules(&r);
 	check_line(api_ok(r.id, json_pack("{s:s}", "op", api_op_name(r.op))));
 	check_line(api_event(r.id, "stdout", NULL));
 	api_req_free(&r);
