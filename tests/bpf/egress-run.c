@@ -65,7 +65,7 @@ static const uint8_t gw_mac[6] = { 0x02, 0, 0, 0, 0, 0x01 };
 static const char *guest4 = "10.0.0.2", *gw4 = "10.0.0.1";
 static const char *guest6 = "2001:db8:ff::2", *gw6 = "fe80::1";
 
-static int passed, failed, nevents;
+static int passed, failed, skipped, nevents;
 
 static int learn(int vm, int fam, const char *addr, unsigned int ttl,
 		 unsigned int protos, const struct egress_port_range *r, int n);
@@ -801,6 +801,7 @@ static void host_addr_cases(bool own_netns)
 
 	if (!own_netns) {
 		printf("skip - host addresses: no private network namespace\n");
+		skipped++;
 		return;
 	}
 	fd = tap_open("hostaddr%d", tap);
@@ -890,6 +891,7 @@ static void watch_cases(bool own_netns)
 
 	if (!own_netns) {
 		printf("skip - watched host addresses: no private network namespace\n");
+		skipped++;
 		return;
 	}
 	fd = egress_watch_host_addrs();
@@ -1475,6 +1477,7 @@ static void absolute_cases(bool own_netns)
 		host_expect(l, "--absolute-builtins, gained later");
 	} else {
 		printf("skip - absolute: host addresses: no private network namespace\n");
+		skipped++;
 	}
 	f = ip4(IPPROTO_TCP, "93.184.216.34", 443, &o);
 	expect("absolute: public unicast still passes", VM_ABS, &f, PASS, NONE);
@@ -1595,6 +1598,6 @@ int main(int argc, char **argv)
 		bench();
 	absolute_cases(own_netns);
 	egress_close();
-	printf("bpf: %d passed, %d failed\n", passed, failed);
+	printf("bpf: %d passed, %d failed, %d skipped\n", passed, failed, skipped);
 	return failed ? 1 : 0;
 }
